@@ -1,0 +1,47 @@
+/* Error codes (one X-macro table in <sw/sw.h>) and per-thread detail messages. */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "internal.h"
+
+static __thread char sw__errbuf[256];
+
+int sw__fail(int err, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(sw__errbuf, sizeof sw__errbuf, fmt, ap);
+  va_end(ap);
+  return err;
+}
+
+void sw__clear_error(void) { sw__errbuf[0] = '\0'; }
+
+SW_API const char *sw_last_error(void) { return sw__errbuf; }
+
+SW_API const char *sw_strerror(int err) {
+  switch (err) {
+  case SW_OK:
+    return "success";
+#define SW__ERR_MSG(name, value, msg) \
+  case SW_##name:                     \
+    return msg;
+    SW_ERRNO_MAP(SW__ERR_MSG)
+#undef SW__ERR_MSG
+  default:
+    return "unknown error";
+  }
+}
+
+SW_API const char *sw_err_name(int err) {
+  switch (err) {
+  case SW_OK:
+    return "SW_OK";
+#define SW__ERR_NAME(name, value, msg) \
+  case SW_##name:                      \
+    return "SW_" #name;
+    SW_ERRNO_MAP(SW__ERR_NAME)
+#undef SW__ERR_NAME
+  default:
+    return "SW_UNKNOWN";
+  }
+}

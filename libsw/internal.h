@@ -1,0 +1,53 @@
+/* Internal helpers shared by the libsw sources (never installed). Internal
+ * functions are named sw__* and are hidden by -fvisibility=hidden. */
+#ifndef SW_INTERNAL_H
+#define SW_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sw/sw.h"
+
+#define SW_CACHE_LINE 64u
+
+#define sw__likely(x) __builtin_expect(!!(x), 1)
+#define sw__unlikely(x) __builtin_expect(!!(x), 0)
+
+/* Record a detail message for sw_last_error() and return err. */
+int sw__fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Clear the thread's detail message (start of a call that may fail). */
+void sw__clear_error(void);
+
+/* Round n up to a multiple of the power of two a. */
+static inline uint64_t sw__round_up(uint64_t n, uint64_t a) { return (n + a - 1) & ~(a - 1); }
+static inline bool sw__is_pow2(uint64_t n) { return n && !(n & (n - 1)); }
+
+/* Saturating int64 addition for sums of non-negative counters. */
+static inline int64_t sw__sat_add(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
+/* Validate the arguments common to every *_at call. */
+#define SW__CHECK_TIME(t)                                                       \
+  do {                                                                          \
+    if (sw__unlikely((t) < 0))                                                  \
+      return sw__fail(SW_ETIME, "time %lld ms is negative", (long long)(t));   \
+  } while (0)
+
+#define SW__CHECK_NULL(p, name)                                                 \
+  do {                                                                          \
+    if (sw__unlikely((p) == NULL)) return sw__fail(SW_ENULL, "%s is NULL", name); \
+  } while (0)
+
+/* Thread-local stripe hint for striped counters: distinct small integers for
+ * the first threads of a process, mixed with the pid across processes. */
+uint32_t sw__stripe_hint_slow(void);
+extern __thread uint32_t sw__stripe_hint_tls __attribute__((tls_model("initial-exec")));
+static inline uint32_t sw__stripe_hint(void) {
+  uint32_t h = sw__stripe_hint_tls;
+  return sw__likely(h) ? h : sw__stripe_hint_slow();
+}
+
+#endif /* SW_INTERNAL_H */

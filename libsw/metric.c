@@ -1,0 +1,288 @@
+/* ArrayMetric: Sentinel's Metric interface over one metric leap array.
+ * Reads never write: they select the windows of the interval ending at t by
+ * their start, which gives what Sentinel reads after refreshing the current
+ * window, without the refresh. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "metric.h"
+
+#define SW__METRIC_CHECK(m)                                                   \
+  do {                                                                        \
+    if (sw__unlikely((m) == NULL)) return sw__fail(SW_ENULL, "metric is NULL"); \
+  } while (0)
+
+static int sw__check_count(const char *what, int64_t n) {
+  if (sw__unlikely(n < 0 || n > INT32_MAX))
+    return sw__fail(SW_ERANGE, "%s=%lld is outside 0..%d", what, (long long)n, INT32_MAX);
+  return SW_OK;
+}
+
+SW_API int sw_metric_create(sw_metric **out, int32_t sample_count, int64_t interval_ms,
+                            const sw_options *opts) {
+  SW__CHECK_NULL(out, "out");
+  *out = NULL;
+  int64_t occupiable, stripes, max_rt;
+  sw_options_get(opts, SW_OPT_OCCUPIABLE, &occupiable);
+  sw_options_get(opts, SW_OPT_STRIPES, &stripes);
+  sw_options_get(opts, SW_OPT_MAX_RT_MS, &max_rt);
+  sw_metric *m = calloc(1, sizeof *m);
+  if (m == NULL) return sw__fail(SW_ENOMEM, "metric");
+  m->cfg = (sw__metric_cfg){(uint32_t)stripes, max_rt, NULL};
+  m->fcfg = (sw__metric_cfg){1, max_rt, NULL};
+  int rc = SW_OK;
+  if (occupiable) {
+    rc = sw_leap_array_create(&m->future, &sw__future_type, &m->fcfg, sample_count,
+                              interval_ms);
+    m->cfg.borrow = m->future;
+  }
+  if (rc == SW_OK) {
+    sw_bucket_type vt = occupiable ? sw__occupiable_type : sw__metric_type;
+    vt.bucket_size = (uint32_t)stripes * (uint32_t)sizeof(sw__mb_stripe);
+    rc = sw_leap_array_create(&m->la, &vt, &m->cfg, sample_count, interval_ms);
+  }
+  if (rc < 0) {
+    sw_metric_free(m);
+    return rc;
+  }
+  *out = m;
+  return SW_OK;
+}
+
+SW_API void sw_metric_free(sw_metric *m) {
+  if (m == NULL) return;
+  sw_leap_array_free(m->la);
+  sw_leap_array_free(m->future);
+  free(m);
+}
+
+SW_API sw_leap_array *sw_metric_leap_array(sw_metric *m) { return m ? m->la : NULL; }
+
+SW_API int32_t sw_metric_sample_count(const sw_metric *m) {
+  return m ? m->la->n : sw__fail(SW_ENULL, "metric is NULL");
+}
+
+SW_API double sw_metric_interval_sec(const sw_metric *m) {
+  return m ? (double)m->la->interval / 1000.0 : (double)sw__fail(SW_ENULL, "metric is NULL");
+}
+
+/* ------------------------------------------------------------------ reads */
+
+/* Fold an event over the windows of the interval ending at t. */
+static int64_t sw__fold(const sw_metric *m, int64_t t, sw_event ev, bool max) {
+  const sw_leap_array *la = m->la;
+  int64_t ws = t - t % la->wl, lo = sw__la_range_lo(la, ws), acc = 0;
+  for (uint32_t i = 0; i < (uint32_t)la->n; i++) {
+    sw__la_slot *s = sw__la_slot_at(la, i);
+    for (;;) {
+      uint64_t seq;
+      int64_t start;
+      if (!sw__la_active(s, &seq, &start) || start > ws || start < lo) break;
+      int64_t v = sw__mb_get(&m->cfg, sw__la_body(la, s, (seq >> 1) & 1), ev);
+      if (!sw__la_still_valid(s, seq)) continue;
+      acc = max ? (v > acc ? v : acc) : sw__sat_add(acc, v);
+      break;
+    }
+  }
+  return acc;
+}
+
+SW_API int64_t sw_metric_sum_at(const sw_metric *m, int64_t t, sw_event event) {
+  SW__METRIC_CHECK(m);
+  SW__CHECK_TIME(t);
+  if ((unsigned)event >= SW_EVENT_COUNT)
+    return sw__fail(SW_ERANGE, "event=%d is not a sw_event", (int)event);
+  return sw__fold(m, t, event, false);
+}
+
+#define SW__SUM_READER(name, event)                                             \
+  SW_API int64_t sw_metric_##name##_at(const sw_metric *m, int64_t t) {         \
+    return sw_metric_sum_at(m, t, event);                                       \
+  }                                                                             \
+  SW_API int64_t sw_metric_##name(const sw_metric *m) {                         \
+    return sw_metric_sum_at(m, sw_now_ms(), event);                             \
+  }
+
+SW__SUM_READER(pass, SW_EVENT_PASS)
+SW__SUM_READER(block, SW_EVENT_BLOCK)
+SW__SUM_READER(exception, SW_EVENT_EXCEPTION)
+SW__SUM_READER(success, SW_EVENT_SUCCESS)
+SW__SUM_READER(rt, SW_EVENT_RT)
+SW__SUM_READER(occupied_pass, SW_EVENT_OCCUPIED_PASS)
+
+SW_API int64_t sw_metric_max_success_at(const sw_metric *m, int64_t t) {
+  SW__METRIC_CHECK(m);
+  SW__CHECK_TIME(t);
+  int64_t max = sw__fold(m, t, SW_EVENT_SUCCESS, true);
+  return max > 1 ? max : 1; /* as Sentinel: at least 1 */
+}
+
+SW_API int64_t sw_metric_max_success(const sw_metric *m) {
+  return sw_metric_max_success_at(m, sw_now_ms());
+}
+
+SW_API int64_t sw_metric_min_rt_at(const sw_metric *m, int64_t t) {
+  SW__METRIC_CHECK(m);
+  SW__CHECK_TIME(t);
+  sw_window w[64], *all = w;
+  uint32_t n = (uint32_t)m->la->n;
+  if (n > 64 && (all = malloc(n * sizeof *all)) == NULL)
+    return sw__fail(SW_ENOMEM, "min RT over %u windows", n);
+  int count = sw__la_collect(m->la, SW__SEL_INTERVAL, t, NULL, NULL, all, n);
+  int64_t min = m->cfg.max_rt;
+  for (int i = 0; i < count; i++) {
+    int64_t v = sw__mb_min_rt(&m->cfg, all[i].bucket);
+    min = v < min ? v : min;
+  }
+  if (all != w) free(all);
+  return min > 1 ? min : 1;
+}
+
+SW_API int64_t sw_metric_min_rt(const sw_metric *m) {
+  return sw_metric_min_rt_at(m, sw_now_ms());
+}
+
+SW_API int64_t sw_metric_window_pass_at(const sw_metric *m, int64_t t) {
+  SW__METRIC_CHECK(m);
+  sw_window w;
+  int rc = sw_leap_array_window_value_at(m->la, t, &w);
+  if (rc <= 0) return rc;
+  return sw__mb_get(&m->cfg, w.bucket, SW_EVENT_PASS);
+}
+
+static int64_t sw__previous(const sw_metric *m, int64_t t, sw_event ev) {
+  SW__METRIC_CHECK(m);
+  sw_window w;
+  int rc = sw_leap_array_previous_window_at(m->la, t, &w);
+  if (rc <= 0) return rc;
+  return sw__mb_get(&m->cfg, w.bucket, ev);
+}
+
+SW_API int64_t sw_metric_previous_window_pass_at(const sw_metric *m, int64_t t) {
+  return sw__previous(m, t, SW_EVENT_PASS);
+}
+SW_API int64_t sw_metric_previous_window_pass(const sw_metric *m) {
+  return sw__previous(m, sw_now_ms(), SW_EVENT_PASS);
+}
+SW_API int64_t sw_metric_previous_window_block_at(const sw_metric *m, int64_t t) {
+  return sw__previous(m, t, SW_EVENT_BLOCK);
+}
+SW_API int64_t sw_metric_previous_window_block(const sw_metric *m) {
+  return sw__previous(m, sw_now_ms(), SW_EVENT_BLOCK);
+}
+
+SW_API int64_t sw_metric_waiting_at(const sw_metric *m, int64_t t) {
+  SW__METRIC_CHECK(m);
+  SW__CHECK_TIME(t);
+  if (m->future == NULL) return 0;
+  void *b[64], **all = b;
+  uint32_t n = (uint32_t)m->future->n;
+  if (n > 64 && (all = malloc(n * sizeof *all)) == NULL)
+    return sw__fail(SW_ENOMEM, "waiting over %u windows", n);
+  /* The future type's rule keeps the windows that start after t. */
+  int count = sw_leap_array_values_at(m->future, t, all, n);
+  int64_t sum = 0;
+  for (int i = 0; i < count; i++) sum += sw__mb_get(&m->fcfg, all[i], SW_EVENT_PASS);
+  if (all != b) free(all);
+  return sum;
+}
+
+SW_API int64_t sw_metric_waiting(const sw_metric *m) {
+  return sw_metric_waiting_at(m, sw_now_ms());
+}
+
+/* ------------------------------------------------------------------ adds */
+
+SW_API int sw_metric_add_at(sw_metric *m, int64_t t, sw_event event, int64_t n) {
+  SW__METRIC_CHECK(m);
+  SW__CHECK_TIME(t);
+  if ((unsigned)event >= SW_EVENT_COUNT)
+    return sw__fail(SW_ERANGE, "event=%d is not a sw_event", (int)event);
+  int rc = sw__check_count(event == SW_EVENT_RT ? "rt_ms" : "n", n);
+  if (rc < 0) return rc;
+  void *body = sw__la_current_body(m->la, t);
+  if (sw__likely(body != NULL)) {
+    if (event == SW_EVENT_RT)
+      sw__mb_add_rt(&m->cfg, body, n);
+    else
+      sw__mb_add(&m->cfg, body, event, n);
+  }
+  return SW_OK;
+}
+
+#define SW__ADDER(name, event)                                                  \
+  SW_API int sw_metric_add_##name##_at(sw_metric *m, int64_t t, int64_t n) {    \
+    return sw_metric_add_at(m, t, event, n);                                    \
+  }                                                                             \
+  SW_API int sw_metric_add_##name(sw_metric *m, int64_t n) {                    \
+    return sw_metric_add_at(m, sw_now_ms(), event, n);                          \
+  }
+
+SW__ADDER(pass, SW_EVENT_PASS)
+SW__ADDER(block, SW_EVENT_BLOCK)
+SW__ADDER(exception, SW_EVENT_EXCEPTION)
+SW__ADDER(success, SW_EVENT_SUCCESS)
+SW__ADDER(occupied_pass, SW_EVENT_OCCUPIED_PASS)
+SW__ADDER(rt, SW_EVENT_RT)
+
+SW_API int sw_metric_add_waiting(sw_metric *m, int64_t future_ms, int64_t n) {
+  SW__METRIC_CHECK(m);
+  SW__CHECK_TIME(future_ms);
+  int rc = sw__check_count("n", n);
+  if (rc < 0) return rc;
+  if (m->future == NULL)
+    return sw__fail(SW_ENOTSUP, "add_waiting needs an occupiable metric (SW_OPT_OCCUPIABLE=1)");
+  if (!sw__future_borrow(m->future, future_ms, n))
+    return sw_metric_add_at(m, future_ms, SW_EVENT_PASS, n); /* window already current */
+  return SW_OK;
+}
+
+/* ---------------------------------------------------------------- records */
+
+void sw__metric_record(const sw__metric_cfg *cfg, const void *bucket, int64_t start,
+                       sw_metric_record *rec) {
+  rec->start_ms = start;
+  rec->pass = sw__mb_get(cfg, bucket, SW_EVENT_PASS);
+  rec->block = sw__mb_get(cfg, bucket, SW_EVENT_BLOCK);
+  rec->exception = sw__mb_get(cfg, bucket, SW_EVENT_EXCEPTION);
+  rec->success = sw__mb_get(cfg, bucket, SW_EVENT_SUCCESS);
+  rec->rt = sw__mb_get(cfg, bucket, SW_EVENT_RT);
+  rec->occupied_pass = sw__mb_get(cfg, bucket, SW_EVENT_OCCUPIED_PASS);
+  rec->min_rt = sw__mb_min_rt(cfg, bucket);
+}
+
+static int sw__records(const sw_metric *m, sw__selector sel, int64_t t, sw_time_predicate pred,
+                       void *user, sw_metric_record *out, uint32_t cap) {
+  SW__METRIC_CHECK(m);
+  SW__CHECK_TIME(t);
+  if (out == NULL && cap > 0) return sw__fail(SW_ENULL, "out is NULL with cap=%u", cap);
+  sw_window w[64], *all = w;
+  uint32_t wcap = cap < (uint32_t)m->la->n ? cap : (uint32_t)m->la->n;
+  if (wcap > 64 && (all = malloc(wcap * sizeof *all)) == NULL)
+    return sw__fail(SW_ENOMEM, "records of %u windows", wcap);
+  int n = sw__la_collect(m->la, sel, t, pred, user, all, wcap);
+  for (uint32_t i = 0; i < (uint32_t)n && i < wcap; i++)
+    sw__metric_record(&m->cfg, all[i].bucket, all[i].start_ms, &out[i]);
+  if (all != w) free(all);
+  return n;
+}
+
+SW_API int sw_metric_details_at(const sw_metric *m, int64_t t, sw_metric_record *out,
+                                uint32_t cap) {
+  return sw__records(m, SW__SEL_INTERVAL, t, NULL, NULL, out, cap);
+}
+
+SW_API int sw_metric_details(const sw_metric *m, sw_metric_record *out, uint32_t cap) {
+  return sw__records(m, SW__SEL_INTERVAL, sw_now_ms(), NULL, NULL, out, cap);
+}
+
+SW_API int sw_metric_details_on_condition_at(const sw_metric *m, int64_t t,
+                                             sw_time_predicate pred, void *user,
+                                             sw_metric_record *out, uint32_t cap) {
+  return sw__records(m, SW__SEL_CONDITION, t, pred, user, out, cap);
+}
+
+SW_API int sw_metric_windows_at(const sw_metric *m, int64_t t, sw_metric_record *out,
+                                uint32_t cap) {
+  return sw__records(m, SW__SEL_INTERVAL, t, NULL, NULL, out, cap);
+}

@@ -1,0 +1,79 @@
+/* The metric bucket: Sentinel's MetricBucket (PASS, BLOCK, EXCEPTION, SUCCESS,
+ * RT, OCCUPIED_PASS and min RT), striped over cache lines so that threads
+ * adding to one window do not fight over one line (Java's LongAdder does the
+ * same). A bucket is `stripes` consecutive sw__mb_stripe; a reader sums them.
+ */
+#ifndef SW_METRIC_BUCKET_H
+#define SW_METRIC_BUCKET_H
+
+#include "leap_array.h"
+
+typedef struct sw__mb_stripe {
+  _Atomic int64_t c[SW_EVENT_COUNT];
+  _Atomic int64_t min_rt;
+  int64_t pad_;
+} sw__mb_stripe;
+
+_Static_assert(sizeof(sw__mb_stripe) == SW_CACHE_LINE, "one stripe per cache line");
+
+#define SW__MAX_STRIPES 64u
+#define SW__DEFAULT_STRIPES 4u
+#define SW__DEFAULT_MAX_RT 5000
+/* Set in a future bucket's PASS once its borrowed count was carried into the
+ * main window: later borrowers then add to the main window instead. */
+#define SW__SEALED (INT64_C(1) << 62)
+
+/* Context of the built-in metric types (NULL means the defaults). */
+typedef struct sw__metric_cfg {
+  uint32_t stripes; /* power of two */
+  int64_t max_rt;
+  sw_leap_array *borrow; /* occupiable: the future array it borrows from */
+} sw__metric_cfg;
+
+extern const sw_bucket_type sw__metric_type;
+extern const sw_bucket_type sw__occupiable_type;
+extern const sw_bucket_type sw__future_type;
+
+static inline uint32_t sw__mb_stripes(const sw__metric_cfg *cfg) {
+  return cfg ? cfg->stripes : 1u;
+}
+
+static inline void sw__mb_add(const sw__metric_cfg *cfg, void *bucket, sw_event ev, int64_t n) {
+  sw__mb_stripe *st = (sw__mb_stripe *)bucket + (sw__stripe_hint() & (sw__mb_stripes(cfg) - 1));
+  atomic_fetch_add_explicit(&st->c[ev], n, memory_order_relaxed);
+}
+
+static inline void sw__mb_add_rt(const sw__metric_cfg *cfg, void *bucket, int64_t rt) {
+  sw__mb_stripe *st = (sw__mb_stripe *)bucket + (sw__stripe_hint() & (sw__mb_stripes(cfg) - 1));
+  atomic_fetch_add_explicit(&st->c[SW_EVENT_RT], rt, memory_order_relaxed);
+  int64_t cur = atomic_load_explicit(&st->min_rt, memory_order_relaxed);
+  while (rt < cur && !atomic_compare_exchange_weak_explicit(&st->min_rt, &cur, rt,
+                                                            memory_order_relaxed,
+                                                            memory_order_relaxed)) {
+  }
+}
+
+/* Sum of an event over the stripes (a sealed future PASS reads unsealed). */
+static inline int64_t sw__mb_get(const sw__metric_cfg *cfg, const void *bucket, sw_event ev) {
+  const sw__mb_stripe *st = bucket;
+  int64_t sum = 0;
+  for (uint32_t i = 0, k = sw__mb_stripes(cfg); i < k; i++)
+    sum += atomic_load_explicit(&st[i].c[ev], memory_order_relaxed) & ~SW__SEALED;
+  return sum;
+}
+
+static inline int64_t sw__mb_min_rt(const sw__metric_cfg *cfg, const void *bucket) {
+  const sw__mb_stripe *st = bucket;
+  int64_t min = INT64_MAX;
+  for (uint32_t i = 0, k = sw__mb_stripes(cfg); i < k; i++) {
+    int64_t v = atomic_load_explicit(&st[i].min_rt, memory_order_relaxed);
+    min = v < min ? v : min;
+  }
+  return min;
+}
+
+/* Borrow n passes for the future window of t: false if that window's count
+ * was already carried into the main array (the caller adds there). */
+bool sw__future_borrow(sw_leap_array *future, int64_t t, int64_t n);
+
+#endif /* SW_METRIC_BUCKET_H */

@@ -1,0 +1,371 @@
+/* <sw/sw.h>: libsw, Sentinel-style sliding-window statistics.
+ *
+ * Conventions (see docs/api.md for the full reference):
+ *  - Handles are opaque; every *_create has a *_free that accepts NULL.
+ *  - Functions returning int return 0 (SW_OK) or a negative sw_err code;
+ *    a function that also reports "found / not found" returns 1 / 0.
+ *    Functions returning int64_t return a value >= 0 or a negative code.
+ *    After a failure, sw_last_error() names the bad value on this thread.
+ *  - Every function that reads the clock has an *_at twin that takes the time
+ *    in milliseconds; times must be >= 0.
+ *  - Unless a comment says otherwise, functions are thread-safe on a shared
+ *    handle, except *_free, which must not race with any other use.
+ */
+#ifndef SW_SW_H
+#define SW_SW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sw/plugin.h>
+#include <sw/version.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(SW_BUILDING) && defined(__GNUC__)
+#define SW_API __attribute__((visibility("default")))
+#else
+#define SW_API
+#endif
+
+/* ------------------------------------------------------------------ errors */
+
+/* XX(name, value, message). Values are part of the ABI: never renumber. */
+#define SW_ERRNO_MAP(XX)                                                       \
+  XX(EINVAL, -1, "invalid argument")                                           \
+  XX(ENULL, -2, "required pointer argument is NULL")                           \
+  XX(ENOMEM, -3, "out of memory")                                              \
+  XX(ESIZE, -4, "invalid size or geometry")                                    \
+  XX(EOVERFLOW, -5, "size or value overflows")                                 \
+  XX(ETIME, -6, "time out of range")                                           \
+  XX(ERANGE, -7, "value out of range")                                         \
+  XX(ENOTFOUND, -8, "no such name")                                            \
+  XX(EEXIST, -9, "name already registered")                                    \
+  XX(EFULL, -10, "capacity exhausted")                                         \
+  XX(EABI, -11, "plugin ABI mismatch")                                         \
+  XX(EPLUGIN, -12, "plugin could not be loaded")                               \
+  XX(EVERSION, -13, "layout version mismatch")                                 \
+  XX(EGEOMETRY, -14, "geometry mismatch")                                      \
+  XX(ECORRUPT, -15, "corrupt data")                                            \
+  XX(EFOREIGN, -16, "not a libsw object")                                      \
+  XX(EIO, -17, "input/output error")                                           \
+  XX(EPERM, -18, "permission denied")                                          \
+  XX(ENOTSUP, -19, "operation not supported")                                  \
+  XX(ESTATE, -20, "object in the wrong state")                                 \
+  XX(ETYPE, -21, "wrong bucket type")
+
+typedef enum sw_err {
+  SW_OK = 0,
+#define SW__ERR_ENUM(name, value, msg) SW_##name = (value),
+  SW_ERRNO_MAP(SW__ERR_ENUM)
+#undef SW__ERR_ENUM
+} sw_err;
+
+/* Static text for a code ("invalid argument"); "unknown error" otherwise. */
+SW_API const char *sw_strerror(int err);
+/* The code's name ("SW_EINVAL"); "SW_UNKNOWN" otherwise. */
+SW_API const char *sw_err_name(int err);
+/* Detail message of the last failing libsw call on the calling thread, naming
+ * the bad value ("sample_count=3 does not divide interval_ms=1000"). Borrowed,
+ * valid until the next libsw call on this thread. "" when none. */
+SW_API const char *sw_last_error(void);
+
+/* ----------------------------------------------------------------- version */
+
+/* SW_VERSION_HEX of the library actually loaded. */
+SW_API uint32_t sw_version(void);
+SW_API const char *sw_version_string(void);
+
+/* ------------------------------------------------------------------- clock */
+
+#define SW_CLOCK_MONOTONIC 0u        /* CLOCK_MONOTONIC: precise (default) */
+#define SW_CLOCK_MONOTONIC_COARSE 1u /* CLOCK_MONOTONIC_COARSE: cheaper, tick resolution */
+
+/* Current time in milliseconds from the process-wide clock. */
+SW_API int64_t sw_now_ms(void);
+/* Select the process-wide clock source. Not meant to race with readers. */
+SW_API int sw_clock_use(uint32_t source);
+/* Install a custom clock (tests, simulations); NULL restores the source
+ * chosen with sw_clock_use. fn must return milliseconds >= 0. */
+typedef int64_t (*sw_clock_fn)(void *user);
+SW_API int sw_clock_set_custom(sw_clock_fn fn, void *user);
+
+/* ----------------------------------------------------------------- options */
+
+/* Construction options, set by key with bounds checked at once (zstd style);
+ * NULL options mean all defaults. */
+typedef struct sw_options sw_options;
+
+typedef enum sw_option {
+  SW_OPT_OCCUPIABLE = 1,  /* metric: 0 plain Bucket (default), 1 Occupiable */
+  SW_OPT_STRIPES = 2,     /* metric: counter stripes per window, power of two 1..64 (default 4) */
+  SW_OPT_MAX_RT_MS = 3    /* metric: statistic max RT, the initial min RT (default 5000) */
+} sw_option;
+
+SW_API int sw_options_create(sw_options **out);
+SW_API void sw_options_free(sw_options *opts);
+/* SW_ERANGE (and a message naming the value) when outside sw_option_bounds. */
+SW_API int sw_options_set(sw_options *opts, sw_option key, int64_t value);
+SW_API int sw_options_get(const sw_options *opts, sw_option key, int64_t *value);
+SW_API int sw_option_bounds(sw_option key, int64_t *min, int64_t *max, int64_t *def);
+SW_API const char *sw_option_name(sw_option key);
+
+/* --------------------------------------------------------- bucket registry */
+
+/* Register a bucket type by name. The vtable is validated (ABI major,
+ * struct_size, sizes, callbacks) and copied; name must stay valid.
+ * SW_EEXIST if the name is taken. Thread-safe. */
+SW_API int sw_bucket_type_register(const sw_bucket_type *type);
+/* Borrowed pointer to the registered copy, or NULL (sw_last_error says why). */
+SW_API const sw_bucket_type *sw_bucket_type_find(const char *name);
+/* Open a plugin shared object, call its SW_PLUGIN_ENTRY_SYMBOL and register
+ * every type it returns. *registered (may be NULL) receives the count. The
+ * object stays loaded for the life of the process. SW_EPLUGIN when it cannot
+ * be opened or lacks the entry, SW_EABI on a version or struct_size mismatch. */
+SW_API int sw_plugin_load(const char *path, uint32_t *registered);
+
+/* Names of the built-in types (all hold a sw metric bucket). */
+#define SW_TYPE_METRIC "sw.metric"                       /* Sentinel's BucketLeapArray */
+#define SW_TYPE_METRIC_OCCUPIABLE "sw.metric.occupiable" /* OccupiableBucketLeapArray */
+#define SW_TYPE_METRIC_FUTURE "sw.metric.future"         /* FutureBucketLeapArray */
+
+/* -------------------------------------------------------------- leap array */
+
+typedef struct sw_leap_array sw_leap_array;
+
+/* Create a ring of sample_count windows covering interval_ms, holding buckets
+ * of the given type (ctx is passed to its callbacks; borrowed). Errors:
+ * SW_ENULL, SW_ESIZE (sample_count <= 0, interval_ms <= 0, not divisible),
+ * SW_EOVERFLOW (memory size), SW_EABI (bad vtable), SW_ENOMEM. */
+SW_API int sw_leap_array_create(sw_leap_array **out, const sw_bucket_type *type, void *ctx,
+                                int32_t sample_count, int64_t interval_ms);
+/* Same, type looked up by registered name (SW_ENOTFOUND). */
+SW_API int sw_leap_array_create_by_name(sw_leap_array **out, const char *type_name,
+                                        void *ctx, int32_t sample_count,
+                                        int64_t interval_ms);
+SW_API void sw_leap_array_free(sw_leap_array *la);
+
+SW_API int32_t sw_leap_array_sample_count(const sw_leap_array *la);
+SW_API int64_t sw_leap_array_interval_ms(const sw_leap_array *la);
+SW_API int64_t sw_leap_array_window_length_ms(const sw_leap_array *la);
+SW_API const sw_bucket_type *sw_leap_array_type(const sw_leap_array *la);
+/* Adds that found their slot holding a newer window (clock went backwards)
+ * and went to a detached window instead. */
+SW_API int64_t sw_leap_array_detached_count(const sw_leap_array *la);
+
+/* calculateTimeIdx: (t / window length) % sample count. */
+SW_API int sw_leap_array_time_index(const sw_leap_array *la, int64_t t, int32_t *idx);
+/* calculateWindowStart: t - t % window length. */
+SW_API int sw_leap_array_window_start(const sw_leap_array *la, int64_t t, int64_t *start);
+
+/* currentWindow: the window containing t, created or reset as needed.
+ * If the slot already holds a newer window (the caller's clock is behind),
+ * the result is a detached, empty window with SW_WINDOW_DETACHED set: its
+ * bucket is scratch memory of the calling thread, writes to it are seen by
+ * no reader, and it is valid until the next libsw call on this thread.
+ * Otherwise the bucket is borrowed and stays valid for at least one
+ * interval after the window stops being current. */
+SW_API int sw_leap_array_current_window(sw_leap_array *la, sw_window *out);
+SW_API int sw_leap_array_current_window_at(sw_leap_array *la, int64_t t, sw_window *out);
+
+/* getPreviousWindow: the window that starts one window length before the
+ * window of t, if stored and not deprecated at t. Returns 1 / 0. */
+SW_API int sw_leap_array_previous_window(const sw_leap_array *la, sw_window *out);
+SW_API int sw_leap_array_previous_window_at(const sw_leap_array *la, int64_t t, sw_window *out);
+
+/* getWindowValue: the stored window containing t. Returns 1 / 0. */
+SW_API int sw_leap_array_window_value_at(const sw_leap_array *la, int64_t t, sw_window *out);
+
+/* isWindowDeprecated: 1 if the window starting at start_ms is deprecated at
+ * t by the type's rule (default: t - start_ms > interval), else 0. */
+SW_API int sw_leap_array_is_window_deprecated_at(const sw_leap_array *la, int64_t t,
+                                                 int64_t start_ms);
+
+/* getValidHead: the oldest window of the interval ending at t (the slot of
+ * t + window length), if it belongs to that interval. Returns 1 / 0. */
+SW_API int sw_leap_array_valid_head(const sw_leap_array *la, sw_window *out);
+SW_API int sw_leap_array_valid_head_at(const sw_leap_array *la, int64_t t, sw_window *out);
+
+/* list: the windows of the sliding interval ending at t, oldest first.
+ * For the default rule these are the windows whose start lies in
+ * [start(t) - interval + length, start(t)] (what Sentinel reads after
+ * refreshing the current window); a type with its own deprecation rule
+ * gets the stored windows not deprecated at t. Writes up to cap windows and
+ * returns how many there are (which may exceed cap). */
+SW_API int sw_leap_array_list(const sw_leap_array *la, sw_window *out, uint32_t cap);
+SW_API int sw_leap_array_list_at(const sw_leap_array *la, int64_t t, sw_window *out,
+                                 uint32_t cap);
+/* listAll: every stored window, whatever its age, oldest first. */
+SW_API int sw_leap_array_list_all(const sw_leap_array *la, sw_window *out, uint32_t cap);
+/* values: the buckets of list, oldest first. */
+SW_API int sw_leap_array_values(const sw_leap_array *la, void **out, uint32_t cap);
+SW_API int sw_leap_array_values_at(const sw_leap_array *la, int64_t t, void **out,
+                                   uint32_t cap);
+/* valuesConditional (sentinel-golang): buckets of stored windows not
+ * deprecated at t whose start satisfies pred, oldest first. */
+typedef int (*sw_time_predicate)(int64_t window_start_ms, void *user);
+SW_API int sw_leap_array_values_on_condition_at(const sw_leap_array *la, int64_t t,
+                                                sw_time_predicate pred, void *user,
+                                                void **out, uint32_t cap);
+
+/* Generic field access for types with add/get (SW_ENOTSUP otherwise). */
+SW_API int sw_leap_array_add(sw_leap_array *la, uint32_t field, int64_t n);
+SW_API int sw_leap_array_add_at(sw_leap_array *la, int64_t t, uint32_t field, int64_t n);
+/* Combine field over list_at(t) by its kind (sum, min, max). */
+SW_API int sw_leap_array_sum_at(const sw_leap_array *la, int64_t t, uint32_t field,
+                                int64_t *out);
+
+/* ------------------------------------------------------------- metric bucket */
+
+/* Sentinel's MetricEvent, in its order. */
+typedef enum sw_event {
+  SW_EVENT_PASS = 0,
+  SW_EVENT_BLOCK = 1,
+  SW_EVENT_EXCEPTION = 2,
+  SW_EVENT_SUCCESS = 3,
+  SW_EVENT_RT = 4,
+  SW_EVENT_OCCUPIED_PASS = 5,
+  SW_EVENT_COUNT = 6
+} sw_event;
+/* Field index of a metric bucket's min RT (after the events). */
+#define SW_FIELD_MIN_RT 6u
+
+/* One window of a metric, as Sentinel's MetricNode records it. */
+typedef struct sw_metric_record {
+  int64_t start_ms;
+  int64_t pass;
+  int64_t block;
+  int64_t exception;
+  int64_t success;
+  int64_t rt; /* sum of response times, ms */
+  int64_t occupied_pass;
+  int64_t min_rt;
+} sw_metric_record;
+
+/* Read one event (or SW_FIELD_MIN_RT) from a metric bucket, e.g. a bucket
+ * returned by sw_leap_array_values on a sw.metric* array. */
+SW_API int64_t sw_metric_bucket_get(const sw_leap_array *la, const void *bucket,
+                                    uint32_t field);
+
+/* ----------------------------------------------------------- ArrayMetric */
+
+typedef struct sw_metric sw_metric;
+
+/* Sentinel's ArrayMetric over a sw.metric (or, with SW_OPT_OCCUPIABLE,
+ * sw.metric.occupiable borrowing from a sw.metric.future) leap array.
+ * Options used: SW_OPT_OCCUPIABLE, SW_OPT_STRIPES, SW_OPT_MAX_RT_MS. */
+SW_API int sw_metric_create(sw_metric **out, int32_t sample_count, int64_t interval_ms,
+                            const sw_options *opts);
+SW_API void sw_metric_free(sw_metric *m);
+/* The underlying array (borrowed), for raw window access and views. */
+SW_API sw_leap_array *sw_metric_leap_array(sw_metric *m);
+
+/* Sums over the sliding interval ending now / at t. */
+SW_API int64_t sw_metric_pass(const sw_metric *m);
+SW_API int64_t sw_metric_pass_at(const sw_metric *m, int64_t t);
+SW_API int64_t sw_metric_block(const sw_metric *m);
+SW_API int64_t sw_metric_block_at(const sw_metric *m, int64_t t);
+SW_API int64_t sw_metric_exception(const sw_metric *m);
+SW_API int64_t sw_metric_exception_at(const sw_metric *m, int64_t t);
+SW_API int64_t sw_metric_success(const sw_metric *m);
+SW_API int64_t sw_metric_success_at(const sw_metric *m, int64_t t);
+SW_API int64_t sw_metric_rt(const sw_metric *m);
+SW_API int64_t sw_metric_rt_at(const sw_metric *m, int64_t t);
+SW_API int64_t sw_metric_occupied_pass(const sw_metric *m);
+SW_API int64_t sw_metric_occupied_pass_at(const sw_metric *m, int64_t t);
+SW_API int64_t sw_metric_sum_at(const sw_metric *m, int64_t t, sw_event event);
+/* Largest SUCCESS of a single window of the interval (maxSuccess). */
+SW_API int64_t sw_metric_max_success(const sw_metric *m);
+SW_API int64_t sw_metric_max_success_at(const sw_metric *m, int64_t t);
+/* Smallest min RT of the interval, at least 1 (max RT when idle). */
+SW_API int64_t sw_metric_min_rt(const sw_metric *m);
+SW_API int64_t sw_metric_min_rt_at(const sw_metric *m, int64_t t);
+/* PASS of the stored window containing t (getWindowPass); 0 if none. */
+SW_API int64_t sw_metric_window_pass_at(const sw_metric *m, int64_t t);
+/* PASS / BLOCK of the window before the window of now / t. */
+SW_API int64_t sw_metric_previous_window_pass(const sw_metric *m);
+SW_API int64_t sw_metric_previous_window_pass_at(const sw_metric *m, int64_t t);
+SW_API int64_t sw_metric_previous_window_block(const sw_metric *m);
+SW_API int64_t sw_metric_previous_window_block_at(const sw_metric *m, int64_t t);
+/* Borrowed passes still waiting for their future windows (Occupiable only;
+ * 0 otherwise). */
+SW_API int64_t sw_metric_waiting(const sw_metric *m);
+SW_API int64_t sw_metric_waiting_at(const sw_metric *m, int64_t t);
+
+/* Add n >= 0 (n <= INT32_MAX) to the current window's counter. */
+SW_API int sw_metric_add_pass(sw_metric *m, int64_t n);
+SW_API int sw_metric_add_pass_at(sw_metric *m, int64_t t, int64_t n);
+SW_API int sw_metric_add_block(sw_metric *m, int64_t n);
+SW_API int sw_metric_add_block_at(sw_metric *m, int64_t t, int64_t n);
+SW_API int sw_metric_add_exception(sw_metric *m, int64_t n);
+SW_API int sw_metric_add_exception_at(sw_metric *m, int64_t t, int64_t n);
+SW_API int sw_metric_add_success(sw_metric *m, int64_t n);
+SW_API int sw_metric_add_success_at(sw_metric *m, int64_t t, int64_t n);
+SW_API int sw_metric_add_occupied_pass(sw_metric *m, int64_t n);
+SW_API int sw_metric_add_occupied_pass_at(sw_metric *m, int64_t t, int64_t n);
+/* Add a response time (adds to RT and lowers the window's min RT). */
+SW_API int sw_metric_add_rt(sw_metric *m, int64_t rt_ms);
+SW_API int sw_metric_add_rt_at(sw_metric *m, int64_t t, int64_t rt_ms);
+SW_API int sw_metric_add_at(sw_metric *m, int64_t t, sw_event event, int64_t n);
+/* Borrow n passes from the window containing future_ms (Occupiable only,
+ * SW_ENOTSUP otherwise): they are carried into that window's PASS when it
+ * becomes current. */
+SW_API int sw_metric_add_waiting(sw_metric *m, int64_t future_ms, int64_t n);
+
+/* details: one record per window of the interval ending now / at t, oldest
+ * first; writes up to cap, returns the number of windows. */
+SW_API int sw_metric_details(const sw_metric *m, sw_metric_record *out, uint32_t cap);
+SW_API int sw_metric_details_at(const sw_metric *m, int64_t t, sw_metric_record *out,
+                                uint32_t cap);
+/* detailsOnCondition: records of stored windows not deprecated at t whose
+ * start satisfies pred. */
+SW_API int sw_metric_details_on_condition_at(const sw_metric *m, int64_t t,
+                                             sw_time_predicate pred, void *user,
+                                             sw_metric_record *out, uint32_t cap);
+/* windows: same records as details (Sentinel returns the buckets). */
+SW_API int sw_metric_windows_at(const sw_metric *m, int64_t t, sw_metric_record *out,
+                                uint32_t cap);
+
+SW_API int32_t sw_metric_sample_count(const sw_metric *m);
+SW_API double sw_metric_interval_sec(const sw_metric *m);
+
+/* ------------------------------------------------------------ sliding view */
+
+/* sentinel-golang's SlidingWindowMetric: a read-only view of (sample_count,
+ * interval_ms) over a metric's larger array. Validated as sentinel-golang
+ * does: interval_ms % sample_count == 0; the view's window length is a
+ * multiple of the real one; the real interval is a multiple of interval_ms.
+ * The metric is borrowed and must outlive the view. */
+typedef struct sw_sliding_view sw_sliding_view;
+SW_API int sw_sliding_view_create(sw_sliding_view **out, const sw_metric *real,
+                                  int32_t sample_count, int64_t interval_ms);
+SW_API void sw_sliding_view_free(sw_sliding_view *v);
+/* Sum of an event over the view's interval ending at t. */
+SW_API int64_t sw_sliding_view_sum_at(const sw_sliding_view *v, int64_t t, sw_event event);
+/* Sum divided by the interval in seconds. */
+SW_API double sw_sliding_view_qps_at(const sw_sliding_view *v, int64_t t, sw_event event);
+/* QPS of the view's interval ending one view window before t. */
+SW_API double sw_sliding_view_previous_qps_at(const sw_sliding_view *v, int64_t t,
+                                              sw_event event);
+/* Largest per-window value of an event in the view's interval. */
+SW_API int64_t sw_sliding_view_max_of_single_bucket_at(const sw_sliding_view *v, int64_t t,
+                                                       sw_event event);
+/* Min RT over the interval (max RT when idle), and RT / SUCCESS (0 if none). */
+SW_API int64_t sw_sliding_view_min_rt_at(const sw_sliding_view *v, int64_t t);
+SW_API double sw_sliding_view_avg_rt_at(const sw_sliding_view *v, int64_t t);
+/* Per-second records of the view's interval whose start satisfies pred:
+ * windows are merged into whole seconds (start rounded down to 1000 ms). */
+SW_API int sw_sliding_view_second_metrics_on_condition_at(const sw_sliding_view *v,
+                                                          int64_t t,
+                                                          sw_time_predicate pred,
+                                                          void *user,
+                                                          sw_metric_record *out,
+                                                          uint32_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SW_SW_H */
