@@ -68,18 +68,30 @@ SW_API double sw_metric_interval_sec(const sw_metric *m) {
 
 /* ------------------------------------------------------------------ reads */
 
-/* Fold an event over the windows of the interval ending at t. */
-static int64_t sw__fold(const sw_metric *m, int64_t t, sw_event ev, bool max) {
+/* Fold an event over the windows of the interval ending at t (sum, or max
+ * when max is set). If cur is not NULL it receives the body of t's window
+ * when the slot already holds it (the add of a check-then-add). */
+static inline __attribute__((always_inline)) int64_t sw__fold(const sw_metric *m, int64_t t,
+                                                              sw_event ev, bool max,
+                                                              void **cur) {
+  /* Geometry in locals: the acquire loads below would make the compiler
+   * reload fields of *la on every slot. */
   const sw_leap_array *la = m->la;
-  int64_t ws = t - t % la->wl, lo = sw__la_range_lo(la, ws), acc = 0;
-  for (uint32_t i = 0; i < (uint32_t)la->n; i++) {
-    sw__la_slot *s = sw__la_slot_at(la, i);
+  const uint32_t n = (uint32_t)la->n, stripes = m->cfg.stripes, body_size = la->body_size;
+  const uint64_t stride = la->stride;
+  unsigned char *slot = la->slots;
+  const int64_t wid = t / la->wl, ws = wid * la->wl, lo = sw__la_range_lo(la, ws);
+  int64_t acc = 0;
+  for (uint32_t i = 0; i < n; i++, slot += stride) {
+    sw__la_slot *s = (sw__la_slot *)slot;
     for (;;) {
       uint64_t seq;
       int64_t start;
       if (!sw__la_active(s, &seq, &start) || start > ws || start < lo) break;
-      int64_t v = sw__mb_get(&m->cfg, sw__la_body(la, s, (seq >> 1) & 1), ev);
-      if (!sw__la_still_valid(s, seq)) continue;
+      void *body = slot + SW_CACHE_LINE + ((seq >> 1) & 1) * body_size;
+      int64_t v = sw__mb_sum(stripes, body, ev);
+      if (sw__unlikely(!sw__la_still_valid(s, seq))) continue;
+      if (cur && start == ws) *cur = body;
       acc = max ? (v > acc ? v : acc) : sw__sat_add(acc, v);
       break;
     }
@@ -92,7 +104,7 @@ SW_API int64_t sw_metric_sum_at(const sw_metric *m, int64_t t, sw_event event) {
   SW__CHECK_TIME(t);
   if ((unsigned)event >= SW_EVENT_COUNT)
     return sw__fail(SW_ERANGE, "event=%d is not a sw_event", (int)event);
-  return sw__fold(m, t, event, false);
+  return sw__fold(m, t, event, false, NULL);
 }
 
 #define SW__SUM_READER(name, event)                                             \
@@ -113,7 +125,7 @@ SW__SUM_READER(occupied_pass, SW_EVENT_OCCUPIED_PASS)
 SW_API int64_t sw_metric_max_success_at(const sw_metric *m, int64_t t) {
   SW__METRIC_CHECK(m);
   SW__CHECK_TIME(t);
-  int64_t max = sw__fold(m, t, SW_EVENT_SUCCESS, true);
+  int64_t max = sw__fold(m, t, SW_EVENT_SUCCESS, true, NULL);
   return max > 1 ? max : 1; /* as Sentinel: at least 1 */
 }
 
@@ -224,6 +236,25 @@ SW__ADDER(exception, SW_EVENT_EXCEPTION)
 SW__ADDER(success, SW_EVENT_SUCCESS)
 SW__ADDER(occupied_pass, SW_EVENT_OCCUPIED_PASS)
 SW__ADDER(rt, SW_EVENT_RT)
+
+SW_API int sw_metric_try_pass_at(sw_metric *m, int64_t t, int64_t n, int64_t limit,
+                                 int64_t *pass_out) {
+  SW__METRIC_CHECK(m);
+  SW__CHECK_TIME(t);
+  int rc = sw__check_count("n", n);
+  if (rc < 0) return rc;
+  void *body = NULL;
+  int64_t pass = sw__fold(m, t, SW_EVENT_PASS, false, &body);
+  if (pass_out) *pass_out = pass;
+  if (pass + n > limit) return 0;
+  if (body == NULL) body = sw__la_current_body(m->la, t);
+  if (sw__likely(body != NULL)) sw__mb_add(&m->cfg, body, SW_EVENT_PASS, n);
+  return 1;
+}
+
+SW_API int sw_metric_try_pass(sw_metric *m, int64_t n, int64_t limit, int64_t *pass_out) {
+  return sw_metric_try_pass_at(m, sw_now_ms(), n, limit, pass_out);
+}
 
 SW_API int sw_metric_add_waiting(sw_metric *m, int64_t future_ms, int64_t n) {
   SW__METRIC_CHECK(m);

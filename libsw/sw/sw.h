@@ -309,6 +309,14 @@ SW_API int sw_metric_add_occupied_pass_at(sw_metric *m, int64_t t, int64_t n);
 SW_API int sw_metric_add_rt(sw_metric *m, int64_t rt_ms);
 SW_API int sw_metric_add_rt_at(sw_metric *m, int64_t t, int64_t rt_ms);
 SW_API int sw_metric_add_at(sw_metric *m, int64_t t, sw_event event, int64_t n);
+/* Check-then-add as a limiter does it (Sentinel's DefaultController): if
+ * PASS over the interval ending at t plus n is <= limit, add n to the
+ * current window's PASS and return 1; otherwise add nothing and return 0.
+ * *pass_out (may be NULL) receives PASS before the add. The check and the
+ * add are two steps: threads racing for the last units may all pass. */
+SW_API int sw_metric_try_pass(sw_metric *m, int64_t n, int64_t limit, int64_t *pass_out);
+SW_API int sw_metric_try_pass_at(sw_metric *m, int64_t t, int64_t n, int64_t limit,
+                                 int64_t *pass_out);
 /* Borrow n passes from the window containing future_ms (Occupiable only,
  * SW_ENOTSUP otherwise): they are carried into that window's PASS when it
  * becomes current. */

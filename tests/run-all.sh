@@ -1,0 +1,33 @@
+#!/bin/sh
+# Every libsw test, as README.md gives it: the C suite (plain, ASan+UBSan,
+# ThreadSanitizer), make distcheck and an out-of-tree pkg-config consumer.
+# Installs the Debian packages it needs when they are missing.
+set -eu
+cd "$(dirname "$0")/.."
+. tools/deps.sh
+sw_need $SW_C_PKGS clang libclang-rt-14-dev valgrind xz-utils
+jobs=$(nproc)
+step() { printf '\n=== %s\n' "$*"; }
+
+step "C unit tests (gcc)"
+sw_build _build/plain
+make -C _build/plain -s -j"$jobs" check
+
+step "C unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (clang)"
+sw_build _build/asan CC=clang \
+  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+  LDFLAGS="-fsanitize=address,undefined"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 make -C _build/asan -s -j"$jobs" check
+
+step "C unit tests under ThreadSanitizer (clang)"
+sw_build _build/tsan CC=clang CFLAGS="-O1 -g -fsanitize=thread" LDFLAGS="-fsanitize=thread"
+CK_FORK=no SW_STRESS=2 TSAN_OPTIONS="halt_on_error=1" make -C _build/tsan -s -j"$jobs" check
+
+step "make distcheck"
+make -C _build/plain -s distcheck >/dev/null
+
+step "a C program outside the tree, built with pkg-config"
+tests/pkgconfig-consumer.sh _build/plain
+
+echo
+echo "all tests passed"
