@@ -18,6 +18,17 @@ int sw__bucket_type_copy(sw_bucket_type *dst, const sw_bucket_type *src) {
                     src->struct_size, SW_BUCKET_TYPE_MIN_SIZE);
   memset(dst, 0, sizeof *dst);
   memcpy(dst, src, src->struct_size < sizeof *dst ? src->struct_size : sizeof *dst);
+  /* A member that does not lie wholly within the plugin's struct_size is absent. */
+#define SW__ABSENT_BEYOND(m)                                                      \
+  if (offsetof(sw_bucket_type, m) + sizeof dst->m > src->struct_size)            \
+    memset(&dst->m, 0, sizeof dst->m);
+  SW__ABSENT_BEYOND(is_window_deprecated)
+  SW__ABSENT_BEYOND(field_count)
+  SW__ABSENT_BEYOND(field_names)
+  SW__ABSENT_BEYOND(field_kinds)
+  SW__ABSENT_BEYOND(add)
+  SW__ABSENT_BEYOND(get)
+#undef SW__ABSENT_BEYOND
   dst->struct_size = sizeof *dst;
   const char *name = dst->name ? dst->name : "(unnamed)";
   if (dst->name == NULL || dst->name[0] == '\0')
@@ -141,8 +152,12 @@ SW_API int sw_leap_array_create_by_name(sw_leap_array **out, const char *type_na
                                         int32_t sample_count, int64_t interval_ms) {
   SW__CHECK_NULL(out, "out");
   *out = NULL;
+  SW__CHECK_NULL(type_name, "type name");
   const sw_bucket_type *type = sw_bucket_type_find(type_name);
   if (type == NULL) return SW_ENOTFOUND;
+  if (ctx != NULL && strncmp(type_name, "sw.", 3) == 0)
+    return sw__fail(SW_EINVAL, "built-in type %s takes no context: use sw_metric_create",
+                    type_name);
   return sw_leap_array_create(out, type, ctx, sample_count, interval_ms);
 }
 
@@ -330,6 +345,7 @@ SW_API int sw_leap_array_is_window_deprecated_at(const sw_leap_array *la, int64_
                                                  int64_t start_ms) {
   SW__CHECK_NULL(la, "leap array");
   SW__CHECK_TIME(t);
+  SW__CHECK_TIME(start_ms); /* window starts are times too (and t - start must not overflow) */
   sw_window w = {start_ms, la->wl, NULL, 0, 0};
   return sw__deprecated(la, t, &w);
 }
@@ -488,6 +504,8 @@ SW_API int sw_leap_array_add_at(sw_leap_array *la, int64_t t, uint32_t field, in
   int rc = sw__field_check(la, field);
   if (rc < 0) return rc;
   SW__CHECK_TIME(t);
+  if (n < 0 || n > INT32_MAX)
+    return sw__fail(SW_ERANGE, "n=%lld is outside 0..%d", (long long)n, INT32_MAX);
   void *body = sw__la_current_body(la, t);
   if (body != NULL) la->vt.add(la->ctx, body, field, n);
   return SW_OK;

@@ -31,7 +31,9 @@ static const uint8_t sw__mb_field_kinds[] = {SW_FIELD_SUM, SW_FIELD_SUM, SW_FIEL
                                              SW_FIELD_MIN};
 
 static void sw__mb_field_add(void *ctx, void *bucket, uint32_t field, int64_t n) {
-  if (field == SW_EVENT_RT || field == SW_FIELD_MIN_RT)
+  if (field == SW_FIELD_MIN_RT)
+    sw__mb_lower_min_rt(ctx, bucket, n);
+  else if (field == SW_EVENT_RT)
     sw__mb_add_rt(ctx, bucket, n);
   else
     sw__mb_add(ctx, bucket, (sw_event)field, n);

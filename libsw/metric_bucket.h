@@ -38,19 +38,31 @@ static inline uint32_t sw__mb_stripes(const sw__metric_cfg *cfg) {
   return cfg ? cfg->stripes : 1u;
 }
 
-static inline void sw__mb_add(const sw__metric_cfg *cfg, void *bucket, sw_event ev, int64_t n) {
-  sw__mb_stripe *st = (sw__mb_stripe *)bucket + (sw__stripe_hint() & (sw__mb_stripes(cfg) - 1));
-  atomic_fetch_add_explicit(&st->c[ev], n, memory_order_relaxed);
+static inline sw__mb_stripe *sw__mb_my_stripe(const sw__metric_cfg *cfg, void *bucket) {
+  return (sw__mb_stripe *)bucket + (sw__stripe_hint() & (sw__mb_stripes(cfg) - 1));
 }
 
-static inline void sw__mb_add_rt(const sw__metric_cfg *cfg, void *bucket, int64_t rt) {
-  sw__mb_stripe *st = (sw__mb_stripe *)bucket + (sw__stripe_hint() & (sw__mb_stripes(cfg) - 1));
-  atomic_fetch_add_explicit(&st->c[SW_EVENT_RT], rt, memory_order_relaxed);
+static inline void sw__mb_add(const sw__metric_cfg *cfg, void *bucket, sw_event ev, int64_t n) {
+  atomic_fetch_add_explicit(&sw__mb_my_stripe(cfg, bucket)->c[ev], n, memory_order_relaxed);
+}
+
+/* Lower a stripe's min RT to rt (exact, unlike Sentinel's racy update). */
+static inline void sw__mb_stripe_min(sw__mb_stripe *st, int64_t rt) {
   int64_t cur = atomic_load_explicit(&st->min_rt, memory_order_relaxed);
   while (rt < cur && !atomic_compare_exchange_weak_explicit(&st->min_rt, &cur, rt,
                                                             memory_order_relaxed,
                                                             memory_order_relaxed)) {
   }
+}
+
+static inline void sw__mb_lower_min_rt(const sw__metric_cfg *cfg, void *bucket, int64_t rt) {
+  sw__mb_stripe_min(sw__mb_my_stripe(cfg, bucket), rt);
+}
+
+static inline void sw__mb_add_rt(const sw__metric_cfg *cfg, void *bucket, int64_t rt) {
+  sw__mb_stripe *st = sw__mb_my_stripe(cfg, bucket);
+  atomic_fetch_add_explicit(&st->c[SW_EVENT_RT], rt, memory_order_relaxed);
+  sw__mb_stripe_min(st, rt);
 }
 
 /* Sum of an event over the stripes. */

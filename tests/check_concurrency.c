@@ -67,6 +67,7 @@ END_TEST
 static _Atomic int resets_per_start[MAX_STARTS];
 static atomic_int new_calls; /* first use of a slot, or a detached window's scratch */
 static atomic_int torn;
+static atomic_int strays; /* adds by a writer that stalled while its slot was reset twice */
 
 typedef struct tagged {
   _Atomic int64_t tag; /* start of the window the bucket was prepared for */
@@ -110,6 +111,10 @@ static void *roll_writer(void *arg) {
       if (atomic_load_explicit(&x->tag, memory_order_relaxed) < win.start_ms)
         atomic_fetch_add(&torn, 1);
       atomic_fetch_add_explicit(&x->count, 1, memory_order_relaxed);
+      /* The documented limit of exactness (docs/concurrency.md): a writer
+       * stalled across two resets of its slot adds into a later window. */
+      if (atomic_load_explicit(&x->tag, memory_order_relaxed) != win.start_ms)
+        atomic_fetch_add(&strays, 1);
     }
   }
   return NULL;
@@ -135,6 +140,7 @@ START_TEST(test_rolling_windows_reset_once_and_exact) {
   memset(resets_per_start, 0, sizeof resets_per_start);
   atomic_store(&torn, 0);
   atomic_store(&new_calls, 0);
+  atomic_store(&strays, 0);
   sw_leap_array *la;
   ck_ok(sw_leap_array_create(&la, &tagged_type, NULL, 4, 4 * WL));
   worker w[THREADS + 1];
@@ -151,13 +157,16 @@ START_TEST(test_rolling_windows_reset_once_and_exact) {
   for (int s = 0; s < SPAN; s++) ck_assert_int_le(resets_per_start[s], 1);
   /* new_empty_bucket ran once per slot, plus once per detached window. */
   ck_assert_int_eq(atomic_load(&new_calls), 4 + sw_leap_array_detached_count(la));
-  /* Nothing replaces the last interval's windows, so their counts are exact. */
+  /* Nothing replaces the last interval's windows, so their counts are exact,
+   * but for adds of writers that stalled across two resets (never seen
+   * unless the machine is loaded). */
   sw_window list[4];
   int n = sw_leap_array_list_at(la, (SPAN - 1) * WL, list, 4);
   ck_assert_int_eq(n, 4);
   int64_t total = 0;
   for (int i = 0; i < n; i++) total += ((tagged *)list[i].bucket)->count;
-  ck_assert_int_eq(total, 4 * THREADS * per);
+  ck_assert_int_ge(total, 4 * THREADS * per);
+  ck_assert_int_le(total, 4 * THREADS * per + atomic_load(&strays));
   sw_leap_array_free(la);
 }
 END_TEST

@@ -77,7 +77,7 @@ START_TEST(test_clock) {
 }
 END_TEST
 
-START_TEST(test_last_error_is_per_call) {
+START_TEST(test_last_error_names_the_value) {
   sw_leap_array *la;
   ck_sw(sw_leap_array_create_by_name(&la, SW_TYPE_METRIC, NULL, 3, 1000), SW_ESIZE);
   ck_assert_str_eq(sw_last_error(), "sample_count=3 does not divide interval_ms=1000");
@@ -88,6 +88,6 @@ END_TEST
 int main(void) {
   Suite *s = suite_create("errors");
   SW_TCASE(s, "core", test_strerror_table, test_version, test_options, test_clock,
-           test_last_error_is_per_call);
+           test_last_error_names_the_value);
   return sw_test_run(s);
 }

@@ -13,9 +13,9 @@
  *  - abi_version is SW_PLUGIN_ABI_VERSION as the plugin saw it at build time;
  *    the host refuses a different major version.
  *  - struct_size is sizeof(sw_bucket_type) as the plugin saw it. Members are
- *    only ever appended; the host treats a member that lies beyond
- *    struct_size as absent (NULL / 0), and refuses a struct_size smaller than
- *    SW_BUCKET_TYPE_MIN_SIZE.
+ *    only ever appended; the host treats a member that does not lie wholly
+ *    within struct_size as absent (NULL / 0), and refuses a struct_size
+ *    smaller than SW_BUCKET_TYPE_MIN_SIZE.
  *  - Buckets live in memory owned by the host: on the heap or in a shared
  *    memory segment mapped at different addresses by different processes.
  *    A bucket must therefore hold no pointers, and every field that is read
@@ -63,10 +63,13 @@ struct sw_bucket_type {
   uint32_t struct_size; /* sizeof(sw_bucket_type) */
   const char *name;     /* registry name, e.g. "acme.histogram"; sw.* is reserved */
   uint32_t bucket_size; /* bytes, 1..SW_BUCKET_SIZE_MAX */
-  uint32_t bucket_align; /* power of two, 1..SW_BUCKET_ALIGN_MAX */
+  uint32_t bucket_align; /* power of two, 1..SW_BUCKET_ALIGN_MAX (buckets are
+                            always placed on 64-byte boundaries) */
 
   /* Initialise a bucket for a window created at time_ms in a slot that never
-   * held a window (Sentinel's newEmptyBucket). The memory is zeroed. */
+   * held a window (Sentinel's newEmptyBucket), or for a detached window
+   * (per-thread scratch memory, when the caller's clock is behind). The
+   * memory is zeroed. */
   void (*new_empty_bucket)(void *ctx, void *bucket, int64_t time_ms);
 
   /* Make window->bucket the bucket of the window that starts at start_ms
@@ -79,7 +82,8 @@ struct sw_bucket_type {
   /* ---- optional members; NULL (or beyond struct_size) means absent ---- */
 
   /* Nonzero when the window is deprecated at time_ms. Absent: Sentinel's rule,
-   * time_ms - window->start_ms > interval_ms. */
+   * time_ms - window->start_ms > interval_ms. window->bucket may be NULL
+   * (a question about a start alone). */
   int (*is_window_deprecated)(void *ctx, int64_t time_ms, const sw_window *window,
                               int64_t interval_ms);
 

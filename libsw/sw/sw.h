@@ -4,12 +4,14 @@
  *  - Handles are opaque; every *_create has a *_free that accepts NULL.
  *  - Functions returning int return 0 (SW_OK) or a negative sw_err code;
  *    a function that also reports "found / not found" returns 1 / 0.
- *    Functions returning int64_t return a value >= 0 or a negative code.
+ *    Functions returning int64_t return a value >= 0 or a negative code;
+ *    functions returning double return a negative code (as a double) on error.
  *    After a failure, sw_last_error() names the bad value on this thread.
  *  - Every function that reads the clock has an *_at twin that takes the time
  *    in milliseconds; times must be >= 0.
  *  - Unless a comment says otherwise, functions are thread-safe on a shared
- *    handle, except *_free, which must not race with any other use.
+ *    handle, except *_free, which must not race with any other use, and
+ *    sw_options, which a thread fills before handing it to a constructor.
  */
 #ifndef SW_SW_H
 #define SW_SW_H
@@ -68,8 +70,9 @@ SW_API const char *sw_strerror(int err);
 /* The code's name ("SW_EINVAL"); "SW_UNKNOWN" otherwise. */
 SW_API const char *sw_err_name(int err);
 /* Detail message of the last failing libsw call on the calling thread, naming
- * the bad value ("sample_count=3 does not divide interval_ms=1000"). Borrowed,
- * valid until the next libsw call on this thread. "" when none. */
+ * the bad value ("sample_count=3 does not divide interval_ms=1000"). Read it
+ * right after a call failed: successful calls do not clear it (that would
+ * cost the hot path a store). Borrowed; "" before any failure. */
 SW_API const char *sw_last_error(void);
 
 /* ----------------------------------------------------------------- version */
@@ -88,7 +91,8 @@ SW_API int64_t sw_now_ms(void);
 /* Select the process-wide clock source. Not meant to race with readers. */
 SW_API int sw_clock_use(uint32_t source);
 /* Install a custom clock (tests, simulations); NULL restores the source
- * chosen with sw_clock_use. fn must return milliseconds >= 0. */
+ * chosen with sw_clock_use. fn must return milliseconds >= 0. Not meant to
+ * race with readers: a reader may pair the old fn with the new user. */
 typedef int64_t (*sw_clock_fn)(void *user);
 SW_API int sw_clock_set_custom(sw_clock_fn fn, void *user);
 
@@ -115,18 +119,25 @@ SW_API const char *sw_option_name(sw_option key);
 /* --------------------------------------------------------- bucket registry */
 
 /* Register a bucket type by name. The vtable is validated (ABI major,
- * struct_size, sizes, callbacks) and copied; name must stay valid.
- * SW_EEXIST if the name is taken. Thread-safe. */
+ * struct_size, sizes, callbacks) and copied; what it points to (name, field
+ * names and kinds, callbacks) must stay valid. SW_EEXIST if the name is
+ * taken, SW_EINVAL for the reserved "sw." prefix, SW_EFULL when the registry
+ * (128 types) is full. Thread-safe. */
 SW_API int sw_bucket_type_register(const sw_bucket_type *type);
 /* Borrowed pointer to the registered copy, or NULL (sw_last_error says why). */
 SW_API const sw_bucket_type *sw_bucket_type_find(const char *name);
 /* Open a plugin shared object, call its SW_PLUGIN_ENTRY_SYMBOL and register
  * every type it returns. *registered (may be NULL) receives the count. The
  * object stays loaded for the life of the process. SW_EPLUGIN when it cannot
- * be opened or lacks the entry, SW_EABI on a version or struct_size mismatch. */
+ * be opened or lacks the entry; SW_EABI when the entry refuses the host or
+ * any vtable is invalid (ABI major, struct_size, ...): then nothing is
+ * registered. A name already taken gives SW_EEXIST, after registering the
+ * types before it (loading one plugin twice gives SW_EEXIST). */
 SW_API int sw_plugin_load(const char *path, uint32_t *registered);
 
-/* Names of the built-in types (all hold a sw metric bucket). */
+/* Names of the built-in types (all hold a sw metric bucket). Created by
+ * name they take no context (NULL) and have one stripe; an occupiable array
+ * created by name borrows from nothing: use sw_metric_create for that. */
 #define SW_TYPE_METRIC "sw.metric"                       /* Sentinel's BucketLeapArray */
 #define SW_TYPE_METRIC_OCCUPIABLE "sw.metric.occupiable" /* OccupiableBucketLeapArray */
 #define SW_TYPE_METRIC_FUTURE "sw.metric.future"         /* FutureBucketLeapArray */
@@ -151,8 +162,9 @@ SW_API int32_t sw_leap_array_sample_count(const sw_leap_array *la);
 SW_API int64_t sw_leap_array_interval_ms(const sw_leap_array *la);
 SW_API int64_t sw_leap_array_window_length_ms(const sw_leap_array *la);
 SW_API const sw_bucket_type *sw_leap_array_type(const sw_leap_array *la);
-/* Adds that found their slot holding a newer window (clock went backwards)
- * and went to a detached window instead. */
+/* How often a caller's time was behind its slot's window (the clock went
+ * backwards): current-window calls that returned a detached window, and
+ * adds that were dropped for that reason. */
 SW_API int64_t sw_leap_array_detached_count(const sw_leap_array *la);
 
 /* calculateTimeIdx: (t / window length) % sample count. */
@@ -179,7 +191,8 @@ SW_API int sw_leap_array_previous_window_at(const sw_leap_array *la, int64_t t, 
 SW_API int sw_leap_array_window_value_at(const sw_leap_array *la, int64_t t, sw_window *out);
 
 /* isWindowDeprecated: 1 if the window starting at start_ms is deprecated at
- * t by the type's rule (default: t - start_ms > interval), else 0. */
+ * t by the type's rule (default: t - start_ms > interval), else 0. Both
+ * times must be >= 0 (SW_ETIME). */
 SW_API int sw_leap_array_is_window_deprecated_at(const sw_leap_array *la, int64_t t,
                                                  int64_t start_ms);
 
@@ -210,7 +223,8 @@ SW_API int sw_leap_array_values_on_condition_at(const sw_leap_array *la, int64_t
                                                 sw_time_predicate pred, void *user,
                                                 void **out, uint32_t cap);
 
-/* Generic field access for types with add/get (SW_ENOTSUP otherwise). */
+/* Generic field access for types with add/get (SW_ENOTSUP otherwise);
+ * n in 0..INT32_MAX (SW_ERANGE), field < field_count (SW_ERANGE). */
 SW_API int sw_leap_array_add(sw_leap_array *la, uint32_t field, int64_t n);
 SW_API int sw_leap_array_add_at(sw_leap_array *la, int64_t t, uint32_t field, int64_t n);
 /* Combine field over list_at(t) by its kind (sum, min, max). */
@@ -276,7 +290,8 @@ SW_API int64_t sw_metric_rt_at(const sw_metric *m, int64_t t);
 SW_API int64_t sw_metric_occupied_pass(const sw_metric *m);
 SW_API int64_t sw_metric_occupied_pass_at(const sw_metric *m, int64_t t);
 SW_API int64_t sw_metric_sum_at(const sw_metric *m, int64_t t, sw_event event);
-/* Largest SUCCESS of a single window of the interval (maxSuccess). */
+/* Largest SUCCESS of a single window of the interval, at least 1 as in
+ * Sentinel (maxSuccess). */
 SW_API int64_t sw_metric_max_success(const sw_metric *m);
 SW_API int64_t sw_metric_max_success_at(const sw_metric *m, int64_t t);
 /* Smallest min RT of the interval, at least 1 (max RT when idle). */
@@ -313,13 +328,15 @@ SW_API int sw_metric_add_at(sw_metric *m, int64_t t, sw_event event, int64_t n);
  * PASS over the interval ending at t plus n is <= limit, add n to the
  * current window's PASS and return 1; otherwise add nothing and return 0.
  * *pass_out (may be NULL) receives PASS before the add. The check and the
- * add are two steps: threads racing for the last units may all pass. */
+ * add are two steps: threads racing for the last units may all pass. When
+ * t is behind the stored window (detached) it returns 1 and counts nothing. */
 SW_API int sw_metric_try_pass(sw_metric *m, int64_t n, int64_t limit, int64_t *pass_out);
 SW_API int sw_metric_try_pass_at(sw_metric *m, int64_t t, int64_t n, int64_t limit,
                                  int64_t *pass_out);
 /* Borrow n passes from the window containing future_ms (Occupiable only,
  * SW_ENOTSUP otherwise): they are carried into that window's PASS when it
- * becomes current. */
+ * becomes current, or added to it directly if it already is. future_ms is
+ * not checked to be in the future (Sentinel's callers compute it). */
 SW_API int sw_metric_add_waiting(sw_metric *m, int64_t future_ms, int64_t n);
 
 /* details: one record per window of the interval ending now / at t, oldest
@@ -363,8 +380,10 @@ SW_API int64_t sw_sliding_view_max_of_single_bucket_at(const sw_sliding_view *v,
 /* Min RT over the interval (max RT when idle), and RT / SUCCESS (0 if none). */
 SW_API int64_t sw_sliding_view_min_rt_at(const sw_sliding_view *v, int64_t t);
 SW_API double sw_sliding_view_avg_rt_at(const sw_sliding_view *v, int64_t t);
-/* Per-second records of the view's interval whose start satisfies pred:
- * windows are merged into whole seconds (start rounded down to 1000 ms). */
+/* Per-second records of the real array's windows not deprecated at t whose
+ * start satisfies pred — not limited to the view's interval, as in
+ * sentinel-golang; pass a predicate to limit it. Windows are merged into
+ * whole seconds (start rounded down to 1000 ms), oldest first. */
 SW_API int sw_sliding_view_second_metrics_on_condition_at(const sw_sliding_view *v,
                                                           int64_t t,
                                                           sw_time_predicate pred,
