@@ -147,10 +147,11 @@ SW_API double sw_metric_interval_sec(const sw_metric *m) {
 
 /* Fold an event over the windows of the interval ending at t (sum, or max
  * when max is set). If cur is not NULL it receives the body of t's window
- * when the slot already holds it (the add of a check-then-add). */
-static inline __attribute__((always_inline)) int64_t sw__fold(const sw_metric *m, int64_t t,
-                                                              sw_event ev, bool max,
-                                                              void **cur) {
+ * when the slot already holds it (the add of a check-then-add); skip_word
+ * leaves that body's stripe 0 out of the sum (strict admission). */
+static inline __attribute__((always_inline)) int64_t sw__fold_ex(const sw_metric *m, int64_t t,
+                                                                 sw_event ev, bool max,
+                                                                 void **cur, bool skip_word) {
   /* Geometry in locals: the acquire loads below would make the compiler
    * reload fields of *la on every slot. */
   const sw_leap_array *la = &m->la;
@@ -166,7 +167,14 @@ static inline __attribute__((always_inline)) int64_t sw__fold(const sw_metric *m
       int64_t start;
       if (!sw__la_active(s, &seq, &start) || start > ws || start < lo) break;
       void *body = slot + SW_CACHE_LINE + ((seq >> 1) & 1) * body_size;
-      int64_t v = sw__mb_sum(stripes, body, ev);
+      int64_t v;
+      if (skip_word && start == ws) { /* all but stripe 0 (the strict CAS word) */
+        v = 0;
+        for (uint32_t k = 1; k < stripes; k++)
+          v += atomic_load_explicit(&((sw__mb_stripe *)body)[k].c[ev], memory_order_relaxed);
+      } else {
+        v = sw__mb_sum(stripes, body, ev);
+      }
       if (sw__unlikely(!sw__la_still_valid(s, seq))) continue;
       if (cur && start == ws) *cur = body;
       acc = max ? (v > acc ? v : acc) : sw__sat_add(acc, v);
@@ -174,6 +182,12 @@ static inline __attribute__((always_inline)) int64_t sw__fold(const sw_metric *m
     }
   }
   return acc;
+}
+
+static inline __attribute__((always_inline)) int64_t sw__fold(const sw_metric *m, int64_t t,
+                                                              sw_event ev, bool max,
+                                                              void **cur) {
+  return sw__fold_ex(m, t, ev, max, cur, false);
 }
 
 SW_API int64_t sw_metric_sum_at(const sw_metric *m, int64_t t, sw_event event) {
@@ -313,6 +327,42 @@ SW__ADDER(exception, SW_EVENT_EXCEPTION)
 SW__ADDER(success, SW_EVENT_SUCCESS)
 SW__ADDER(occupied_pass, SW_EVENT_OCCUPIED_PASS)
 SW__ADDER(rt, SW_EVENT_RT)
+
+static inline bool sw__over(int64_t pass, double isec, int64_t n, double limit) {
+  return (double)(int64_t)((double)pass / isec) + (double)n > limit;
+}
+
+int sw__metric_admit(sw_metric *m, int64_t t, int64_t n, double limit, bool strict,
+                     int64_t *pass_before) {
+  const double isec = (double)m->la.interval / 1000.0;
+  for (;;) {
+    void *body = NULL;
+    /* strict: everything but the CAS word, which only strict admissions
+     * change, and each CAS re-checks it. */
+    int64_t pass = sw__fold_ex(m, t, SW_EVENT_PASS, false, &body, strict);
+    if (body == NULL) {
+      *pass_before = pass;
+      if (sw__over(pass, isec, n, limit)) return 0;
+      /* the window does not exist yet: create it and look again */
+      if (sw__la_current_body(&m->la, t) == NULL) return 1; /* detached: nothing to count */
+      continue;
+    }
+    if (!strict) {
+      *pass_before = pass;
+      if (sw__over(pass, isec, n, limit)) return 0;
+      sw__mb_add(&m->cfg, body, SW_EVENT_PASS, n);
+      return 1;
+    }
+    _Atomic int64_t *word = &((sw__mb_stripe *)body)->c[SW_EVENT_PASS];
+    int64_t c = atomic_load_explicit(word, memory_order_relaxed);
+    do {
+      *pass_before = pass + c;
+      if (sw__over(pass + c, isec, n, limit)) return 0;
+    } while (!atomic_compare_exchange_weak_explicit(word, &c, c + n, memory_order_relaxed,
+                                                    memory_order_relaxed));
+    return 1;
+  }
+}
 
 SW_API int sw_metric_try_pass_at(sw_metric *m, int64_t t, int64_t n, int64_t limit,
                                  int64_t *pass_out) {

@@ -36,6 +36,15 @@ int sw__metric_init(void *mem, int32_t sample_count, int64_t interval_ms, bool o
 int sw__metric_bind(sw_metric *m, void *mem);
 /* Release what sw__metric_init set up in a heap block (not the memory). */
 void sw__metric_fini(void *mem);
+/* Admission of n at t against a QPS limit: passes if
+ * floor(PASS / interval_sec) + n <= limit, and then counts n in the current
+ * window's PASS. strict: the check and the count are one CAS on one word
+ * (stripe 0's PASS of the current window), so concurrent strict admissions
+ * never overshoot; otherwise Sentinel's check-then-add. *pass_before gets the
+ * interval's PASS seen by the check. Returns 1 admitted, 0 refused. */
+int sw__metric_admit(sw_metric *m, int64_t t, int64_t n, double limit, bool strict,
+                     int64_t *pass_before);
+
 /* Read the metric options (SW_OPT_OCCUPIABLE, SW_OPT_STRIPES, SW_OPT_MAX_RT_MS). */
 void sw__metric_options(const sw_options *opts, bool *occupiable, uint32_t *stripes,
                         int64_t *max_rt);
