@@ -60,16 +60,21 @@ static void sw__rule_store(sw__limiter_hdr *h, const sw__rule *r) {
   atomic_store_explicit(&h->rule_seq, seq + 1, memory_order_release);
 }
 
+/* Load the rule; the reject behaviour needs only its first words. */
 static void sw__rule_load(const sw__limiter_hdr *h, sw__rule *r) {
+  enum { HOT = 3 }; /* grade, behavior, strict, cold_factor, threshold */
   uint64_t w[SW__RULE_WORDS], seq;
   do {
     seq = atomic_load_explicit(&h->rule_seq, memory_order_acquire);
-    for (int i = 0; i < SW__RULE_WORDS; i++)
+    for (int i = 0; i < HOT; i++) w[i] = atomic_load_explicit(&h->rule[i], memory_order_relaxed);
+    memcpy(r, w, HOT * sizeof w[0]);
+    int words = r->behavior == SW_BEHAVIOR_REJECT ? HOT : SW__RULE_WORDS;
+    for (int i = HOT; i < words; i++)
       w[i] = atomic_load_explicit(&h->rule[i], memory_order_relaxed);
+    memcpy(r, w, (size_t)words * sizeof w[0]);
     atomic_thread_fence(memory_order_acquire);
   } while ((seq & 1) ||
            seq != atomic_load_explicit(&h->rule_seq, memory_order_relaxed));
-  memcpy(r, w, sizeof w);
 }
 
 /* ---------------------------------------------------------------- layout */
@@ -225,12 +230,6 @@ static double sw__warm_qps(const sw__rule *r, sw_limiter *l, int64_t t) {
 
 /* ------------------------------------------------------------- decisions */
 
-static void sw__admitted(sw_limiter *l, int64_t t, int64_t n, bool second_counted) {
-  if (!second_counted) sw_metric_add_at(&l->node.second, t, SW_EVENT_PASS, n);
-  sw_metric_add_at(&l->node.minute, t, SW_EVENT_PASS, n);
-  atomic_fetch_add_explicit(&l->node.live->concurrency, 1, memory_order_relaxed);
-}
-
 /* When a QPS check at t with limit would pass again: the time the oldest
  * windows of the interval leave it and take enough passes with them. */
 static int64_t sw__retry_after(sw_limiter *l, int64_t t, int64_t n, double limit) {
@@ -263,7 +262,7 @@ static void sw__decide_qps(sw_limiter *l, const sw__rule *r, int64_t t, int64_t 
   int64_t pass;
   const double isec = (double)l->node.second.la.interval / 1000.0;
   if (sw__metric_admit(&l->node.second, t, n, limit, r->strict, &pass)) {
-    sw__admitted(l, t, n, true);
+    sw__node_count_pass(&l->node, t, n, true, true);
     d->remaining = sw__floor_left(limit, (double)(int64_t)((double)(pass + n) / isec));
     return;
   }
@@ -298,15 +297,15 @@ static void sw__decide_concurrency(sw_limiter *l, const sw__rule *r, int64_t t, 
       return;
     }
     if (!r->strict) {
-      atomic_fetch_add_explicit(cur, 1, memory_order_relaxed);
+      sw__node_count_pass(&l->node, t, n, false, true);
       break;
     }
     if (atomic_compare_exchange_weak_explicit(cur, &c, c + 1, memory_order_relaxed,
-                                              memory_order_relaxed))
+                                              memory_order_relaxed)) {
+      sw__node_count_pass(&l->node, t, n, false, false); /* the CAS counted it in flight */
       break;
+    }
   }
-  sw_metric_add_at(&l->node.second, t, SW_EVENT_PASS, n);
-  sw_metric_add_at(&l->node.minute, t, SW_EVENT_PASS, n);
   d->remaining = sw__floor_left(r->threshold, (double)(c + 1));
 }
 
@@ -315,7 +314,7 @@ static void sw__decide_concurrency(sw_limiter *l, const sw__rule *r, int64_t t, 
 static void sw__decide_pacing(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n,
                               double qps, sw_decision *d) {
   if (n == 0) {
-    sw__admitted(l, t, n, false);
+    sw__node_count_pass(&l->node, t, n, false, true);
     return;
   }
   if (qps <= 0) {
@@ -341,7 +340,7 @@ static void sw__decide_pacing(sw_limiter *l, const sw__rule *r, int64_t t, int64
     }
     if (atomic_compare_exchange_weak(latest, &last, next)) break;
   }
-  sw__admitted(l, t, n, false);
+  sw__node_count_pass(&l->node, t, n, false, true);
   d->verdict = wait > 0 ? SW_VERDICT_WAIT : SW_VERDICT_PASS;
   d->wait_ms = wait;
   /* how many more of this size still fit in the queue */
@@ -385,10 +384,12 @@ SW_API int sw_limiter_entry(sw_limiter *l, int64_t n, uint32_t flags, sw_decisio
 SW_API int sw_limiter_exit_at(sw_limiter *l, int64_t t, int64_t rt_ms, int64_t n,
                               uint32_t flags) {
   SW__LIMITER_CHECK(l);
-  int rc = sw_node_add_rt_and_success_at(&l->node, t, rt_ms, n);
-  if (rc == SW_OK && (flags & SW_EXIT_ERROR)) rc = sw_node_increase_exception_at(&l->node, t, n);
-  if (rc == SW_OK) atomic_fetch_sub_explicit(&l->node.live->concurrency, 1, memory_order_relaxed);
-  return rc;
+  SW__CHECK_TIME(t);
+  if (sw__unlikely(n < 0 || n > INT32_MAX || rt_ms < 0 || rt_ms > INT32_MAX))
+    return sw__fail(SW_ERANGE, "n=%lld, rt_ms=%lld: both must be in 0..%d", (long long)n,
+                    (long long)rt_ms, INT32_MAX);
+  sw__node_count_exit(&l->node, t, rt_ms, n, flags & SW_EXIT_ERROR);
+  return SW_OK;
 }
 
 SW_API int sw_limiter_exit(sw_limiter *l, int64_t rt_ms, int64_t n, uint32_t flags) {

@@ -200,9 +200,21 @@ SW_API int64_t sw_node_occupy_timeout_ms(const sw_node *node) {
 
 /* ------------------------------------------------------------- recording */
 
-void sw__node_count_pass(sw_node *node, int64_t t, int64_t n) {
-  sw_metric_add_at(&node->second, t, SW_EVENT_PASS, n);
-  sw_metric_add_at(&node->minute, t, SW_EVENT_PASS, n);
+void sw__node_count_pass(sw_node *node, int64_t t, int64_t n, bool second_counted,
+                         bool in_flight) {
+  void *b;
+  if (!second_counted && (b = sw__la_current_body(&node->second.la, t)))
+    sw__mb_add(&node->second.cfg, b, SW_EVENT_PASS, n);
+  if ((b = sw__la_current_body(&node->minute.la, t)))
+    sw__mb_add(&node->minute.cfg, b, SW_EVENT_PASS, n);
+  if (in_flight) atomic_fetch_add_explicit(&node->live->concurrency, 1, memory_order_relaxed);
+}
+
+void sw__node_count_exit(sw_node *node, int64_t t, int64_t rt, int64_t n, bool error) {
+  void *b;
+  if ((b = sw__la_current_body(&node->second.la, t))) sw__mb_exit(&node->second.cfg, b, rt, n, error);
+  if ((b = sw__la_current_body(&node->minute.la, t))) sw__mb_exit(&node->minute.cfg, b, rt, n, error);
+  atomic_fetch_sub_explicit(&node->live->concurrency, 1, memory_order_relaxed);
 }
 
 /* Record one event in both arrays. */

@@ -40,7 +40,12 @@ int sw__node_init(void *mem, const sw__node_geom *g, bool process_shared);
 void sw__node_fini(void *mem);
 int sw__node_bind(sw_node *node, void *mem);
 
-/* Count a pass of n at t in both arrays (the limiter's fast path). */
-void sw__node_count_pass(sw_node *node, int64_t t, int64_t n);
+/* Count n passes at t in the per-minute array and, unless the admission
+ * already did, in the per-second one; and (in_flight) one more request in
+ * flight, unless the admission already did. */
+void sw__node_count_pass(sw_node *node, int64_t t, int64_t n, bool second_counted,
+                         bool in_flight);
+/* The end of a request at t in both arrays (the limiter's exit). */
+void sw__node_count_exit(sw_node *node, int64_t t, int64_t rt, int64_t n, bool error);
 
 #endif /* SW_NODE_H */
