@@ -1,25 +1,38 @@
 #!/bin/sh
-# Run the core benchmarks: ns/op (best of 5 runs, 1 and 2 threads) and
-# callgrind instructions/op. Usage: bench/run.sh [BUILD_DIR] (default: .)
+# Run the C benchmarks: ns/op (best of 5 runs, 1 and 2 threads) and
+# callgrind instructions/op (1 thread, only the measured loop).
+# Usage: bench/run.sh [BUILD_DIR] (default: _build/plain)
 set -eu
-b=${1:-.}
-make -C "$b" -s bench/bench_core >/dev/null
-bin="$b/bench/bench_core"
-best() { # best ns_per_op of 5 runs
-  for i in 1 2 3 4 5; do "$bin" "$@"; done | sort -t= -k7 -n | awk 'NR==1'
+b=${1:-_build/plain}
+make -C "$b" -s bench/bench_core bench/bench_limiter >/dev/null
+best() { # best of 5 runs by the ns field ($2)
+  for i in 1 2 3 4 5; do "$@"; done | sort -t= -k"$SW_FIELD" -n | head -1
 }
-echo "# wall clock (noisy machine: best of 5)"
-for c in add sum check; do
-  for t in 1 2; do best "$c" "$t" 20000000; done
-done
-best check 1 20000000 4 coarse
-best add 2 20000000 1
-echo "# callgrind instructions per op (1 thread; run_case only)"
-for c in add sum check; do
+# instructions per op of run_case, counted by callgrind
+irs() {
   out=$(mktemp)
   "$b/libtool" --mode=execute valgrind --tool=callgrind --callgrind-out-file="$out" \
-    --toggle-collect=run_case "$bin" "$c" 1 100000 >/dev/null 2>&1
-  ir=$(callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",","",$1); print $1}')
+    --toggle-collect=run_case "$@" >/dev/null 2>&1
+  ir=$(callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
   rm -f "$out"
-  echo "case=$c instructions_per_op=$(echo "$ir / 100000" | bc -l | xargs printf %.1f)"
+  echo "$ir" | awk -v n="$N" '{printf "%.1f", $1 / n}'
+}
+N=100000
+echo "# core: wall clock (noisy machine: best of 5 runs)"
+SW_FIELD=7
+for c in add sum check; do
+  for t in 1 2; do best "$b/bench/bench_core" "$c" "$t" 20000000; done
+done
+best "$b/bench/bench_core" check 1 20000000 4 coarse
+best "$b/bench/bench_core" add 2 20000000 1
+echo "# core: callgrind instructions per op (1 thread; the clock is a syscall under valgrind)"
+for c in add sum check; do echo "case=$c instructions_per_op=$(irs "$b/bench/bench_core" "$c" 1 $N)"; done
+echo "# limiter: entry+exit pairs, wall clock (best of 5 runs)"
+SW_FIELD=5
+for beh in reject reject-fast pacing warm-up concurrency; do
+  for t in 1 2; do best "$b/bench/bench_limiter" "$beh" "$t" 5000000; done
+done
+echo "# limiter: callgrind instructions per entry+exit pair (1 thread)"
+for beh in reject reject-fast pacing warm-up concurrency; do
+  echo "behaviour=$beh instructions_per_pair=$(irs "$b/bench/bench_limiter" "$beh" 1 $N)"
 done

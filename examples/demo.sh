@@ -5,5 +5,11 @@ cd "$(dirname "$0")/.."
 . tools/deps.sh
 sw_need $SW_C_PKGS
 sw_build _build/demo
-make -C _build/demo -s examples/demo_boundary >/dev/null
+make -C _build/demo -s examples/demo_boundary examples/demo_behaviors >/dev/null
+echo "== 1. The boundary problem: a fixed window against libsw's sliding window"
+echo
 _build/demo/examples/demo_boundary
+echo
+echo "== 2. Reject, pacing and warm-up side by side"
+echo
+_build/demo/examples/demo_behaviors

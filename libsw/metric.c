@@ -18,65 +18,143 @@ static int sw__check_count(const char *what, int64_t n) {
   return SW_OK;
 }
 
+static sw_bucket_type sw__metric_vt(bool occupiable, uint32_t stripes) {
+  sw_bucket_type vt = occupiable ? sw__occupiable_type : sw__metric_type;
+  vt.bucket_size = stripes * (uint32_t)sizeof(sw__mb_stripe);
+  return vt;
+}
+
+int sw__metric_validate(int32_t sample_count, int64_t interval_ms, uint32_t stripes) {
+  sw_bucket_type vt = sw__metric_vt(false, stripes);
+  return sw__la_validate(&vt, sample_count, interval_ms);
+}
+
+static uint64_t sw__metric_hdr_size(void) {
+  return sw__round_up(sizeof(sw__metric_hdr), SW_CACHE_LINE);
+}
+
+uint64_t sw__metric_size(int32_t sample_count, bool occupiable, uint32_t stripes) {
+  uint64_t main = sw__la_block_size(sample_count, stripes * (uint32_t)sizeof(sw__mb_stripe));
+  uint64_t future = occupiable ? sw__la_block_size(sample_count, sizeof(sw__mb_stripe)) : 0;
+  if (main == 0 || (occupiable && future == 0)) return 0;
+  return sw__metric_hdr_size() + main + future;
+}
+
+int sw__metric_init(void *mem, int32_t sample_count, int64_t interval_ms, bool occupiable,
+                    uint32_t stripes, int64_t max_rt, bool process_shared) {
+  sw__metric_hdr *h = mem;
+  sw_bucket_type vt = sw__metric_vt(occupiable, stripes);
+  h->occupiable = occupiable;
+  h->stripes = stripes;
+  h->max_rt = max_rt;
+  h->main_off = sw__metric_hdr_size();
+  h->future_off = h->main_off + sw__la_block_size(sample_count, vt.bucket_size);
+  h->total_size = sw__metric_size(sample_count, occupiable, stripes);
+  int rc = sw__la_block_init((sw__la_block *)((char *)mem + h->main_off), &vt, sample_count,
+                             interval_ms, process_shared);
+  if (rc == SW_OK && occupiable) {
+    rc = sw__la_block_init((sw__la_block *)((char *)mem + h->future_off), &sw__future_type,
+                           sample_count, interval_ms, process_shared);
+  }
+  if (rc == SW_OK) h->magic = SW__METRIC_MAGIC;
+  return rc;
+}
+
+void sw__metric_fini(void *mem) {
+  sw__metric_hdr *h = mem;
+  pthread_mutex_destroy(&((sw__la_block *)((char *)mem + h->main_off))->reset_lock);
+  if (h->occupiable)
+    pthread_mutex_destroy(&((sw__la_block *)((char *)mem + h->future_off))->reset_lock);
+}
+
+int sw__metric_bind(sw_metric *m, void *mem) {
+  sw__metric_hdr *h = mem;
+  memset(m, 0, sizeof *m);
+  m->hdr = h;
+  m->cfg = (sw__metric_cfg){h->stripes, h->max_rt, NULL};
+  m->fcfg = (sw__metric_cfg){1, h->max_rt, NULL};
+  sw_bucket_type vt = sw__metric_vt(h->occupiable, h->stripes);
+  int rc = sw__la_bind(&m->la, (sw__la_block *)((char *)mem + h->main_off), &vt, &m->cfg);
+  if (rc == SW_OK && h->occupiable) {
+    rc = sw__la_bind(&m->future, (sw__la_block *)((char *)mem + h->future_off),
+                     &sw__future_type, &m->fcfg);
+    m->cfg.borrow = &m->future;
+  }
+  return rc;
+}
+
+void sw__metric_options(const sw_options *opts, bool *occupiable, uint32_t *stripes,
+                        int64_t *max_rt) {
+  int64_t v;
+  sw_options_get(opts, SW_OPT_OCCUPIABLE, &v);
+  *occupiable = v != 0;
+  sw_options_get(opts, SW_OPT_STRIPES, &v);
+  *stripes = (uint32_t)v;
+  sw_options_get(opts, SW_OPT_MAX_RT_MS, max_rt);
+}
+
 SW_API int sw_metric_create(sw_metric **out, int32_t sample_count, int64_t interval_ms,
                             const sw_options *opts) {
   SW__CHECK_NULL(out, "out");
   *out = NULL;
-  int64_t occupiable, stripes, max_rt;
-  sw_options_get(opts, SW_OPT_OCCUPIABLE, &occupiable);
-  sw_options_get(opts, SW_OPT_STRIPES, &stripes);
-  sw_options_get(opts, SW_OPT_MAX_RT_MS, &max_rt);
-  sw_metric *m = calloc(1, sizeof *m);
-  if (m == NULL) return sw__fail(SW_ENOMEM, "metric");
-  m->cfg = (sw__metric_cfg){(uint32_t)stripes, max_rt, NULL};
-  m->fcfg = (sw__metric_cfg){1, max_rt, NULL};
-  int rc = SW_OK;
-  if (occupiable) {
-    rc = sw_leap_array_create(&m->future, &sw__future_type, &m->fcfg, sample_count,
-                              interval_ms);
-    m->cfg.borrow = m->future;
+  bool occupiable;
+  uint32_t stripes;
+  int64_t max_rt;
+  sw__metric_options(opts, &occupiable, &stripes, &max_rt);
+  int rc = sw__metric_validate(sample_count, interval_ms, stripes);
+  if (rc < 0) return rc;
+  uint64_t size = sw__metric_size(sample_count, occupiable, stripes);
+  sw_metric *m = malloc(sizeof *m);
+  void *mem = aligned_alloc(SW_CACHE_LINE, size);
+  if (m == NULL || mem == NULL) {
+    free(m);
+    free(mem);
+    return sw__fail(SW_ENOMEM, "metric of %llu bytes", (unsigned long long)size);
   }
-  if (rc == SW_OK) {
-    sw_bucket_type vt = occupiable ? sw__occupiable_type : sw__metric_type;
-    vt.bucket_size = (uint32_t)stripes * (uint32_t)sizeof(sw__mb_stripe);
-    rc = sw_leap_array_create(&m->la, &vt, &m->cfg, sample_count, interval_ms);
-  }
-  if (rc < 0) {
-    sw_metric_free(m);
+  memset(mem, 0, size);
+  if ((rc = sw__metric_init(mem, sample_count, interval_ms, occupiable, stripes, max_rt,
+                            false)) < 0 ||
+      (rc = sw__metric_bind(m, mem)) < 0) {
+    free(m);
+    free(mem);
     return rc;
   }
+  m->owns_block = true;
   *out = m;
   return SW_OK;
 }
 
 SW_API void sw_metric_free(sw_metric *m) {
   if (m == NULL) return;
-  sw_leap_array_free(m->la);
-  sw_leap_array_free(m->future);
+  if (m->owns_block) {
+    sw__metric_fini(m->hdr);
+    free(m->hdr);
+  }
   free(m);
 }
 
-SW_API sw_leap_array *sw_metric_leap_array(sw_metric *m) { return m ? m->la : NULL; }
+SW_API sw_leap_array *sw_metric_leap_array(sw_metric *m) { return m ? &m->la : NULL; }
 
 SW_API int32_t sw_metric_sample_count(const sw_metric *m) {
-  return m ? m->la->n : sw__fail(SW_ENULL, "metric is NULL");
+  return m ? m->la.n : sw__fail(SW_ENULL, "metric is NULL");
 }
 
 SW_API double sw_metric_interval_sec(const sw_metric *m) {
-  return m ? (double)m->la->interval / 1000.0 : (double)sw__fail(SW_ENULL, "metric is NULL");
+  return m ? (double)m->la.interval / 1000.0 : (double)sw__fail(SW_ENULL, "metric is NULL");
 }
 
 /* ------------------------------------------------------------------ reads */
 
 /* Fold an event over the windows of the interval ending at t (sum, or max
  * when max is set). If cur is not NULL it receives the body of t's window
- * when the slot already holds it (the add of a check-then-add). */
-static inline __attribute__((always_inline)) int64_t sw__fold(const sw_metric *m, int64_t t,
-                                                              sw_event ev, bool max,
-                                                              void **cur) {
+ * when the slot already holds it (the add of a check-then-add); skip_word
+ * leaves that body's stripe 0 out of the sum (strict admission). */
+static inline __attribute__((always_inline)) int64_t sw__fold_ex(const sw_metric *m, int64_t t,
+                                                                 sw_event ev, bool max,
+                                                                 void **cur, bool skip_word) {
   /* Geometry in locals: the acquire loads below would make the compiler
    * reload fields of *la on every slot. */
-  const sw_leap_array *la = m->la;
+  const sw_leap_array *la = &m->la;
   const uint32_t n = (uint32_t)la->n, stripes = m->cfg.stripes, body_size = la->body_size;
   const uint64_t stride = la->stride;
   unsigned char *slot = la->slots;
@@ -89,7 +167,14 @@ static inline __attribute__((always_inline)) int64_t sw__fold(const sw_metric *m
       int64_t start;
       if (!sw__la_active(s, &seq, &start) || start > ws || start < lo) break;
       void *body = slot + SW_CACHE_LINE + ((seq >> 1) & 1) * body_size;
-      int64_t v = sw__mb_sum(stripes, body, ev);
+      int64_t v;
+      if (skip_word && start == ws) { /* all but stripe 0 (the strict CAS word) */
+        v = 0;
+        for (uint32_t k = 1; k < stripes; k++)
+          v += atomic_load_explicit(&((sw__mb_stripe *)body)[k].c[ev], memory_order_relaxed);
+      } else {
+        v = sw__mb_sum(stripes, body, ev);
+      }
       if (sw__unlikely(!sw__la_still_valid(s, seq))) continue;
       if (cur && start == ws) *cur = body;
       acc = max ? (v > acc ? v : acc) : sw__sat_add(acc, v);
@@ -97,6 +182,12 @@ static inline __attribute__((always_inline)) int64_t sw__fold(const sw_metric *m
     }
   }
   return acc;
+}
+
+static inline __attribute__((always_inline)) int64_t sw__fold(const sw_metric *m, int64_t t,
+                                                              sw_event ev, bool max,
+                                                              void **cur) {
+  return sw__fold_ex(m, t, ev, max, cur, false);
 }
 
 SW_API int64_t sw_metric_sum_at(const sw_metric *m, int64_t t, sw_event event) {
@@ -137,10 +228,10 @@ SW_API int64_t sw_metric_min_rt_at(const sw_metric *m, int64_t t) {
   SW__METRIC_CHECK(m);
   SW__CHECK_TIME(t);
   sw_window w[64], *all = w;
-  uint32_t n = (uint32_t)m->la->n;
+  uint32_t n = (uint32_t)m->la.n;
   if (n > 64 && (all = malloc(n * sizeof *all)) == NULL)
     return sw__fail(SW_ENOMEM, "min RT over %u windows", n);
-  int count = sw__la_collect(m->la, SW__SEL_INTERVAL, t, NULL, NULL, all, n);
+  int count = sw__la_collect(&m->la, SW__SEL_INTERVAL, t, NULL, NULL, all, n);
   int64_t min = m->cfg.max_rt;
   for (int i = 0; i < count; i++) {
     int64_t v = sw__mb_min_rt(&m->cfg, all[i].bucket);
@@ -157,7 +248,7 @@ SW_API int64_t sw_metric_min_rt(const sw_metric *m) {
 SW_API int64_t sw_metric_window_pass_at(const sw_metric *m, int64_t t) {
   SW__METRIC_CHECK(m);
   sw_window w;
-  int rc = sw_leap_array_window_value_at(m->la, t, &w);
+  int rc = sw_leap_array_window_value_at(&m->la, t, &w);
   if (rc <= 0) return rc;
   return sw__mb_get(&m->cfg, w.bucket, SW_EVENT_PASS);
 }
@@ -165,7 +256,7 @@ SW_API int64_t sw_metric_window_pass_at(const sw_metric *m, int64_t t) {
 static int64_t sw__previous(const sw_metric *m, int64_t t, sw_event ev) {
   SW__METRIC_CHECK(m);
   sw_window w;
-  int rc = sw_leap_array_previous_window_at(m->la, t, &w);
+  int rc = sw_leap_array_previous_window_at(&m->la, t, &w);
   if (rc <= 0) return rc;
   return sw__mb_get(&m->cfg, w.bucket, ev);
 }
@@ -186,13 +277,13 @@ SW_API int64_t sw_metric_previous_window_block(const sw_metric *m) {
 SW_API int64_t sw_metric_waiting_at(const sw_metric *m, int64_t t) {
   SW__METRIC_CHECK(m);
   SW__CHECK_TIME(t);
-  if (m->future == NULL) return 0;
+  if (!m->hdr->occupiable) return 0;
   void *b[64], **all = b;
-  uint32_t n = (uint32_t)m->future->n;
+  uint32_t n = (uint32_t)m->future.n;
   if (n > 64 && (all = malloc(n * sizeof *all)) == NULL)
     return sw__fail(SW_ENOMEM, "waiting over %u windows", n);
   /* The future type's rule keeps the windows that start after t. */
-  int count = sw_leap_array_values_at(m->future, t, all, n);
+  int count = sw_leap_array_values_at(&m->future, t, all, n);
   int64_t sum = 0;
   for (int i = 0; i < count; i++) sum += sw__mb_get(&m->fcfg, all[i], SW_EVENT_PASS);
   if (all != b) free(all);
@@ -212,7 +303,7 @@ SW_API int sw_metric_add_at(sw_metric *m, int64_t t, sw_event event, int64_t n) 
     return sw__fail(SW_ERANGE, "event=%d is not a sw_event", (int)event);
   int rc = sw__check_count(event == SW_EVENT_RT ? "rt_ms" : "n", n);
   if (rc < 0) return rc;
-  void *body = sw__la_current_body(m->la, t);
+  void *body = sw__la_current_body(&m->la, t);
   if (sw__likely(body != NULL)) {
     if (event == SW_EVENT_RT)
       sw__mb_add_rt(&m->cfg, body, n);
@@ -237,6 +328,42 @@ SW__ADDER(success, SW_EVENT_SUCCESS)
 SW__ADDER(occupied_pass, SW_EVENT_OCCUPIED_PASS)
 SW__ADDER(rt, SW_EVENT_RT)
 
+static inline bool sw__over(int64_t pass, double isec, int64_t n, double limit) {
+  return (double)(int64_t)((double)pass / isec) + (double)n > limit;
+}
+
+int sw__metric_admit(sw_metric *m, int64_t t, int64_t n, double limit, bool strict,
+                     int64_t *pass_before) {
+  const double isec = (double)m->la.interval / 1000.0;
+  for (;;) {
+    void *body = NULL;
+    /* strict: everything but the CAS word, which only strict admissions
+     * change, and each CAS re-checks it. */
+    int64_t pass = sw__fold_ex(m, t, SW_EVENT_PASS, false, &body, strict);
+    if (body == NULL) {
+      *pass_before = pass;
+      if (sw__over(pass, isec, n, limit)) return 0;
+      /* the window does not exist yet: create it and look again */
+      if (sw__la_current_body(&m->la, t) == NULL) return 1; /* detached: nothing to count */
+      continue;
+    }
+    if (!strict) {
+      *pass_before = pass;
+      if (sw__over(pass, isec, n, limit)) return 0;
+      sw__mb_add(&m->cfg, body, SW_EVENT_PASS, n);
+      return 1;
+    }
+    _Atomic int64_t *word = &((sw__mb_stripe *)body)->c[SW_EVENT_PASS];
+    int64_t c = atomic_load_explicit(word, memory_order_relaxed);
+    do {
+      *pass_before = pass + c;
+      if (sw__over(pass + c, isec, n, limit)) return 0;
+    } while (!atomic_compare_exchange_weak_explicit(word, &c, c + n, memory_order_relaxed,
+                                                    memory_order_relaxed));
+    return 1;
+  }
+}
+
 SW_API int sw_metric_try_pass_at(sw_metric *m, int64_t t, int64_t n, int64_t limit,
                                  int64_t *pass_out) {
   SW__METRIC_CHECK(m);
@@ -247,7 +374,7 @@ SW_API int sw_metric_try_pass_at(sw_metric *m, int64_t t, int64_t n, int64_t lim
   int64_t pass = sw__fold(m, t, SW_EVENT_PASS, false, &body);
   if (pass_out) *pass_out = pass;
   if (pass + n > limit) return 0;
-  if (body == NULL) body = sw__la_current_body(m->la, t);
+  if (body == NULL) body = sw__la_current_body(&m->la, t);
   if (sw__likely(body != NULL)) sw__mb_add(&m->cfg, body, SW_EVENT_PASS, n);
   return 1;
 }
@@ -261,9 +388,9 @@ SW_API int sw_metric_add_waiting(sw_metric *m, int64_t future_ms, int64_t n) {
   SW__CHECK_TIME(future_ms);
   int rc = sw__check_count("n", n);
   if (rc < 0) return rc;
-  if (m->future == NULL)
+  if (!m->hdr->occupiable)
     return sw__fail(SW_ENOTSUP, "add_waiting needs an occupiable metric (SW_OPT_OCCUPIABLE=1)");
-  if (!sw__future_borrow(m->future, future_ms, n))
+  if (!sw__future_borrow(&m->future, future_ms, n))
     return sw_metric_add_at(m, future_ms, SW_EVENT_PASS, n); /* window already current */
   return SW_OK;
 }
@@ -288,10 +415,10 @@ static int sw__records(const sw_metric *m, sw__selector sel, int64_t t, sw_time_
   SW__CHECK_TIME(t);
   if (out == NULL && cap > 0) return sw__fail(SW_ENULL, "out is NULL with cap=%u", cap);
   sw_window w[64], *all = w;
-  uint32_t wcap = cap < (uint32_t)m->la->n ? cap : (uint32_t)m->la->n;
+  uint32_t wcap = cap < (uint32_t)m->la.n ? cap : (uint32_t)m->la.n;
   if (wcap > 64 && (all = malloc(wcap * sizeof *all)) == NULL)
     return sw__fail(SW_ENOMEM, "records of %u windows", wcap);
-  int n = sw__la_collect(m->la, sel, t, pred, user, all, wcap);
+  int n = sw__la_collect(&m->la, sel, t, pred, user, all, wcap);
   for (uint32_t i = 0; i < (uint32_t)n && i < wcap; i++)
     sw__metric_record(&m->cfg, all[i].bucket, all[i].start_ms, &out[i]);
   if (all != w) free(all);

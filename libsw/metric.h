@@ -4,12 +4,50 @@
 
 #include "metric_bucket.h"
 
+/* A metric's block: this header, then the main leap array block and, for an
+ * occupiable metric, the future array's block. Position-independent. */
+#define SW__METRIC_MAGIC 0x544d5753u /* "SWMT" */
+typedef struct sw__metric_hdr {
+  uint32_t magic;
+  uint32_t occupiable;
+  uint32_t stripes;
+  uint32_t pad_;
+  int64_t max_rt;
+  uint64_t main_off, future_off, total_size;
+} sw__metric_hdr;
+
 struct sw_metric {
-  sw_leap_array *la;     /* sw.metric or sw.metric.occupiable */
-  sw_leap_array *future; /* occupiable only: the borrow array */
-  sw__metric_cfg cfg;    /* ctx of la */
-  sw__metric_cfg fcfg;   /* ctx of future (one stripe) */
+  sw_leap_array la;     /* sw.metric or sw.metric.occupiable */
+  sw_leap_array future; /* occupiable only (blk NULL otherwise): the borrow array */
+  sw__metric_cfg cfg;   /* ctx of la */
+  sw__metric_cfg fcfg;  /* ctx of future (one stripe) */
+  sw__metric_hdr *hdr;
+  bool owns_block;
 };
+
+/* Validate a metric geometry (SW_ESIZE / SW_EOVERFLOW with a message). */
+int sw__metric_validate(int32_t sample_count, int64_t interval_ms, uint32_t stripes);
+/* Bytes of a metric block, 0 on overflow (validate first). */
+uint64_t sw__metric_size(int32_t sample_count, bool occupiable, uint32_t stripes);
+/* Initialise a zeroed block of sw__metric_size() bytes. */
+int sw__metric_init(void *mem, int32_t sample_count, int64_t interval_ms, bool occupiable,
+                    uint32_t stripes, int64_t max_rt, bool process_shared);
+/* Bind a handle (owned by the caller, not moved afterwards) to a block. */
+int sw__metric_bind(sw_metric *m, void *mem);
+/* Release what sw__metric_init set up in a heap block (not the memory). */
+void sw__metric_fini(void *mem);
+/* Admission of n at t against a QPS limit: passes if
+ * floor(PASS / interval_sec) + n <= limit, and then counts n in the current
+ * window's PASS. strict: the check and the count are one CAS on one word
+ * (stripe 0's PASS of the current window), so concurrent strict admissions
+ * never overshoot; otherwise Sentinel's check-then-add. *pass_before gets the
+ * interval's PASS seen by the check. Returns 1 admitted, 0 refused. */
+int sw__metric_admit(sw_metric *m, int64_t t, int64_t n, double limit, bool strict,
+                     int64_t *pass_before);
+
+/* Read the metric options (SW_OPT_OCCUPIABLE, SW_OPT_STRIPES, SW_OPT_MAX_RT_MS). */
+void sw__metric_options(const sw_options *opts, bool *occupiable, uint32_t *stripes,
+                        int64_t *max_rt);
 
 /* Fill a record from a metric bucket. */
 void sw__metric_record(const sw__metric_cfg *cfg, const void *bucket, int64_t start,

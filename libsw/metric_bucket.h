@@ -65,6 +65,16 @@ static inline void sw__mb_add_rt(const sw__metric_cfg *cfg, void *bucket, int64_
   sw__mb_stripe_min(st, rt);
 }
 
+/* The end of a request in one window: n successes, one RT (and n exceptions). */
+static inline void sw__mb_exit(const sw__metric_cfg *cfg, void *bucket, int64_t rt, int64_t n,
+                               bool error) {
+  sw__mb_stripe *st = sw__mb_my_stripe(cfg, bucket);
+  atomic_fetch_add_explicit(&st->c[SW_EVENT_SUCCESS], n, memory_order_relaxed);
+  if (error) atomic_fetch_add_explicit(&st->c[SW_EVENT_EXCEPTION], n, memory_order_relaxed);
+  atomic_fetch_add_explicit(&st->c[SW_EVENT_RT], rt, memory_order_relaxed);
+  sw__mb_stripe_min(st, rt);
+}
+
 /* Sum of an event over the stripes. */
 static inline int64_t sw__mb_sum(uint32_t stripes, const void *bucket, sw_event ev) {
   const sw__mb_stripe *st = bucket;

@@ -6,18 +6,31 @@
 typedef struct sw__option_info {
   sw_option key;
   const char *name;
-  int64_t min, max, def;
+  double min, max, def;
+  bool real; /* takes a fractional value */
 } sw__option_info;
 
 static const sw__option_info sw__options[] = {
-    {SW_OPT_OCCUPIABLE, "SW_OPT_OCCUPIABLE", 0, 1, 0},
-    {SW_OPT_STRIPES, "SW_OPT_STRIPES", 1, 64, 4},
-    {SW_OPT_MAX_RT_MS, "SW_OPT_MAX_RT_MS", 1, INT32_MAX, 5000},
+    {SW_OPT_OCCUPIABLE, "SW_OPT_OCCUPIABLE", 0, 1, 0, false},
+    {SW_OPT_STRIPES, "SW_OPT_STRIPES", 1, 64, 4, false},
+    {SW_OPT_MAX_RT_MS, "SW_OPT_MAX_RT_MS", 1, INT32_MAX, 5000, false},
+    {SW_OPT_SECOND_SAMPLE_COUNT, "SW_OPT_SECOND_SAMPLE_COUNT", 1, 1000, 2, false},
+    {SW_OPT_SECOND_INTERVAL_MS, "SW_OPT_SECOND_INTERVAL_MS", 1, 3600000, 1000, false},
+    {SW_OPT_MINUTE_SAMPLE_COUNT, "SW_OPT_MINUTE_SAMPLE_COUNT", 1, 3600, 60, false},
+    {SW_OPT_MINUTE_INTERVAL_MS, "SW_OPT_MINUTE_INTERVAL_MS", 1, 86400000, 60000, false},
+    {SW_OPT_OCCUPY_TIMEOUT_MS, "SW_OPT_OCCUPY_TIMEOUT_MS", 0, 3600000, 500, false},
+    {SW_OPT_GRADE, "SW_OPT_GRADE", 0, 1, SW_GRADE_QPS, false},
+    {SW_OPT_BEHAVIOR, "SW_OPT_BEHAVIOR", 0, 3, SW_BEHAVIOR_REJECT, false},
+    {SW_OPT_THRESHOLD, "SW_OPT_THRESHOLD", 0, 1e15, 0, true},
+    {SW_OPT_MAX_QUEUE_MS, "SW_OPT_MAX_QUEUE_MS", 0, 3600000, 500, false},
+    {SW_OPT_WARM_UP_SEC, "SW_OPT_WARM_UP_SEC", 1, 86400, 10, false},
+    {SW_OPT_COLD_FACTOR, "SW_OPT_COLD_FACTOR", 2, 1000, 3, false},
+    {SW_OPT_STRICT, "SW_OPT_STRICT", 0, 1, 1, false},
 };
 #define SW__OPTION_COUNT (sizeof sw__options / sizeof sw__options[0])
 
 struct sw_options {
-  int64_t value[SW__OPTION_COUNT];
+  double value[SW__OPTION_COUNT];
 };
 
 static const sw__option_info *sw__option_find(sw_option key, size_t *index) {
@@ -40,21 +53,29 @@ SW_API int sw_options_create(sw_options **out) {
 
 SW_API void sw_options_free(sw_options *opts) { free(opts); }
 
-SW_API int sw_options_set(sw_options *opts, sw_option key, int64_t value) {
+SW_API int sw_options_set_double(sw_options *opts, sw_option key, double value) {
   SW__CHECK_NULL(opts, "options");
   size_t i;
   const sw__option_info *info = sw__option_find(key, &i);
   if (info == NULL) return SW_EINVAL;
+  if (value != value)
+    return sw__fail(SW_ERANGE, "%s=nan is not a number", info->name);
   if (value < info->min || value > info->max)
-    return sw__fail(SW_ERANGE, "%s=%lld is outside %lld..%lld", info->name, (long long)value,
-                    (long long)info->min, (long long)info->max);
+    return sw__fail(SW_ERANGE, "%s=%.17g is outside %.17g..%.17g", info->name, value,
+                    info->min, info->max);
+  if (!info->real && value != (double)(int64_t)value)
+    return sw__fail(SW_ERANGE, "%s=%.17g is not an integer", info->name, value);
   if (key == SW_OPT_STRIPES && !sw__is_pow2((uint64_t)value))
     return sw__fail(SW_ERANGE, "%s=%lld is not a power of two", info->name, (long long)value);
   opts->value[i] = value;
   return SW_OK;
 }
 
-SW_API int sw_options_get(const sw_options *opts, sw_option key, int64_t *value) {
+SW_API int sw_options_set(sw_options *opts, sw_option key, int64_t value) {
+  return sw_options_set_double(opts, key, (double)value);
+}
+
+SW_API int sw_options_get_double(const sw_options *opts, sw_option key, double *value) {
   SW__CHECK_NULL(value, "value");
   size_t i;
   const sw__option_info *info = sw__option_find(key, &i);
@@ -63,7 +84,15 @@ SW_API int sw_options_get(const sw_options *opts, sw_option key, int64_t *value)
   return SW_OK;
 }
 
-SW_API int sw_option_bounds(sw_option key, int64_t *min, int64_t *max, int64_t *def) {
+SW_API int sw_options_get(const sw_options *opts, sw_option key, int64_t *value) {
+  SW__CHECK_NULL(value, "value");
+  double v;
+  int rc = sw_options_get_double(opts, key, &v);
+  if (rc == SW_OK) *value = (int64_t)v;
+  return rc;
+}
+
+SW_API int sw_option_bounds(sw_option key, double *min, double *max, double *def) {
   const sw__option_info *info = sw__option_find(key, NULL);
   if (info == NULL) return SW_EINVAL;
   if (min) *min = info->min;
@@ -75,4 +104,11 @@ SW_API int sw_option_bounds(sw_option key, int64_t *min, int64_t *max, int64_t *
 SW_API const char *sw_option_name(sw_option key) {
   const sw__option_info *info = sw__option_find(key, NULL);
   return info ? info->name : NULL;
+}
+
+SW_API sw_options *sw_options_clone(const sw_options *opts) {
+  sw_options *c;
+  if (sw_options_create(&c) != SW_OK) return NULL;
+  if (opts) *c = *opts;
+  return c;
 }

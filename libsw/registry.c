@@ -1,103 +1,248 @@
-/* The bucket-type registry and the plugin loader. Types are copied into a
- * fixed table (SW__REGISTRY_MAX entries) and never removed: arrays may use
- * them for the life of the process. */
-#include <dlfcn.h>
-#include <stdio.h>
-#include <pthread.h>
+/* Limiters by name with a fixed capacity (layout: registry.h). */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "leap_array.h"
-#include "metric_bucket.h"
+#include "registry.h"
 
-#define SW__REGISTRY_MAX 128
+#define SW__REGISTRY_CHECK(r)                                                        \
+  do {                                                                               \
+    if (sw__unlikely((r) == NULL)) return sw__fail(SW_ENULL, "registry is NULL");    \
+  } while (0)
 
-static pthread_mutex_t sw__reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static sw_bucket_type sw__reg[SW__REGISTRY_MAX];
-static uint32_t sw__reg_count;
-static pthread_once_t sw__reg_once = PTHREAD_ONCE_INIT;
+static uint32_t sw__hash(const char *s) { /* FNV-1a */
+  uint32_t h = 2166136261u;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+  return h;
+}
 
-static int sw__register_locked(const sw_bucket_type *type) {
-  sw_bucket_type copy;
-  int rc = sw__bucket_type_copy(&copy, type);
-  if (rc < 0) return rc;
-  for (uint32_t i = 0; i < sw__reg_count; i++)
-    if (strcmp(sw__reg[i].name, copy.name) == 0)
-      return sw__fail(SW_EEXIST, "bucket type %s is already registered", copy.name);
-  if (sw__reg_count == SW__REGISTRY_MAX)
-    return sw__fail(SW_EFULL, "bucket type registry is full (%u types)", SW__REGISTRY_MAX);
-  sw__reg[sw__reg_count++] = copy;
+static uint32_t sw__index_size(uint32_t capacity) {
+  uint32_t n = 2;
+  while (n < 2 * capacity) n <<= 1;
+  return n;
+}
+
+uint64_t sw__registry_size(uint32_t capacity, const sw__node_geom *g) {
+  uint64_t hdr = sw__round_up(sizeof(sw__registry_hdr), SW_CACHE_LINE);
+  uint64_t index = sw__round_up((uint64_t)sw__index_size(capacity) * sizeof(sw__entry),
+                                SW_CACHE_LINE);
+  uint64_t blocks, block = sw__limiter_size(g);
+  if (__builtin_mul_overflow(block, (uint64_t)capacity, &blocks) || blocks > (UINT64_C(1) << 40))
+    return 0;
+  return hdr + index + blocks;
+}
+
+int sw__registry_init(void *mem, uint32_t capacity, const sw__node_geom *g, const sw__rule *r,
+                      bool process_shared) {
+  sw__registry_hdr *h = mem;
+  pthread_mutexattr_t attr;
+  pthread_mutexattr_init(&attr);
+  pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
+  if (process_shared) pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+  int rc = pthread_mutex_init(&h->insert_lock, &attr);
+  pthread_mutexattr_destroy(&attr);
+  if (rc != 0) return sw__fail(SW_ENOMEM, "pthread_mutex_init: %s", strerror(rc));
+  h->capacity = capacity;
+  h->index_size = sw__index_size(capacity);
+  h->index_off = sw__round_up(sizeof(sw__registry_hdr), SW_CACHE_LINE);
+  h->blocks_off = h->index_off + sw__round_up((uint64_t)h->index_size * sizeof(sw__entry),
+                                              SW_CACHE_LINE);
+  h->block_size = sw__limiter_size(g);
+  h->total_size = sw__registry_size(capacity, g);
+  h->geom = *g;
+  h->rule = *r;
+  h->layout_version = SW__REGISTRY_LAYOUT_VERSION;
+  h->magic = SW__REGISTRY_MAGIC;
   return SW_OK;
 }
 
-static void sw__register_builtins(void) {
-  sw__register_locked(&sw__metric_type);
-  sw__register_locked(&sw__occupiable_type);
-  sw__register_locked(&sw__future_type);
+int sw__registry_bind(sw_registry *r, void *mem) {
+  sw__registry_hdr *h = mem;
+  r->hdr = h;
+  r->index = (sw__entry *)((char *)mem + h->index_off);
+  r->blocks = (unsigned char *)mem + h->blocks_off;
+  r->handles = calloc(h->capacity, sizeof *r->handles);
+  return r->handles ? SW_OK : sw__fail(SW_ENOMEM, "registry handles");
 }
 
-SW_API int sw_bucket_type_register(const sw_bucket_type *type) {
-  SW__CHECK_NULL(type, "bucket type");
-  pthread_once(&sw__reg_once, sw__register_builtins);
-  if (type->struct_size >= SW_BUCKET_TYPE_MIN_SIZE && type->name &&
-      strncmp(type->name, "sw.", 3) == 0)
-    return sw__fail(SW_EINVAL, "bucket type name %s: the sw. prefix is reserved", type->name);
-  pthread_mutex_lock(&sw__reg_lock);
-  int rc = sw__register_locked(type);
-  pthread_mutex_unlock(&sw__reg_lock);
-  return rc;
+void sw__registry_unbind(sw_registry *r) {
+  for (uint32_t i = 0; r->handles && i < r->hdr->capacity; i++) free(r->handles[i]);
+  free(r->handles);
+  r->handles = NULL;
 }
 
-SW_API const sw_bucket_type *sw_bucket_type_find(const char *name) {
-  if (name == NULL) {
-    sw__fail(SW_ENULL, "type name is NULL");
+SW_API int sw_registry_create(sw_registry **out, uint32_t capacity, const sw_options *opts) {
+  SW__CHECK_NULL(out, "out");
+  *out = NULL;
+  if (capacity == 0 || capacity > (1u << 24))
+    return sw__fail(SW_ESIZE, "capacity=%u is outside 1..%u", capacity, 1u << 24);
+  sw__node_geom g;
+  sw__rule rule;
+  int rc = sw__node_geom_from(opts, &g);
+  if (rc < 0 || (rc = sw__rule_from(opts, &rule)) < 0) return rc;
+  uint64_t size = sw__registry_size(capacity, &g);
+  if (size == 0)
+    return sw__fail(SW_EOVERFLOW, "capacity=%u limiters of %llu bytes need more than 1 TiB",
+                    capacity, (unsigned long long)sw__limiter_size(&g));
+  sw_registry *r = calloc(1, sizeof *r);
+  void *mem = aligned_alloc(SW_CACHE_LINE, size);
+  if (r == NULL || mem == NULL) {
+    free(r);
+    free(mem);
+    return sw__fail(SW_ENOMEM, "registry of %llu bytes", (unsigned long long)size);
+  }
+  memset(mem, 0, size);
+  if ((rc = sw__registry_init(mem, capacity, &g, &rule, false)) < 0 ||
+      (rc = sw__registry_bind(r, mem)) < 0) {
+    free(r);
+    free(mem);
+    return rc;
+  }
+  r->owns_block = true;
+  *out = r;
+  return SW_OK;
+}
+
+SW_API void sw_registry_free(sw_registry *r) {
+  if (r == NULL) return;
+  if (r->owns_block) {
+    for (uint32_t i = 0; i < atomic_load(&r->hdr->count); i++)
+      sw__limiter_fini(r->blocks + (uint64_t)i * r->hdr->block_size);
+    pthread_mutex_destroy(&r->hdr->insert_lock);
+  }
+  sw__registry_unbind(r);
+  if (r->owns_block) free(r->hdr);
+  free(r);
+}
+
+static int sw__check_name(const char *name, size_t *len) {
+  SW__CHECK_NULL(name, "name");
+  *len = strlen(name);
+  if (*len == 0 || *len > SW_NAME_MAX)
+    return sw__fail(SW_ERANGE, "name of %zu bytes is outside 1..%d", *len, SW_NAME_MAX);
+  return SW_OK;
+}
+
+/* The handle of block i, bound on first use. */
+static sw_limiter *sw__handle(sw_registry *r, uint32_t i) {
+  sw_limiter *l = atomic_load_explicit(&r->handles[i], memory_order_acquire);
+  if (l) return l;
+  sw_limiter *mine = malloc(sizeof *mine);
+  if (mine == NULL || sw__limiter_bind(mine, r->blocks + (uint64_t)i * r->hdr->block_size)) {
+    free(mine);
+    sw__fail(SW_ENOMEM, "limiter handle");
     return NULL;
   }
-  pthread_once(&sw__reg_once, sw__register_builtins);
-  const sw_bucket_type *found = NULL;
-  pthread_mutex_lock(&sw__reg_lock);
-  for (uint32_t i = 0; i < sw__reg_count && !found; i++)
-    if (strcmp(sw__reg[i].name, name) == 0) found = &sw__reg[i];
-  pthread_mutex_unlock(&sw__reg_lock);
-  if (found == NULL) sw__fail(SW_ENOTFOUND, "no bucket type named %s", name);
-  return found;
+  if (atomic_compare_exchange_strong(&r->handles[i], &l, mine)) return mine;
+  free(mine); /* another thread bound it first */
+  return l;
 }
 
-SW_API int sw_plugin_load(const char *path, uint32_t *registered) {
-  SW__CHECK_NULL(path, "plugin path");
-  if (registered) *registered = 0;
-  void *so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (so == NULL) return sw__fail(SW_EPLUGIN, "cannot open plugin: %s", dlerror());
-  sw_plugin_entry_fn entry;
-  *(void **)&entry = dlsym(so, SW_PLUGIN_ENTRY_SYMBOL);
-  if (entry == NULL) {
-    sw__fail(SW_EPLUGIN, "plugin %s does not export %s", path, SW_PLUGIN_ENTRY_SYMBOL);
-    dlclose(so);
-    return SW_EPLUGIN;
-  }
-  uint32_t count = 0;
-  const sw_bucket_type *const *types = entry(SW_PLUGIN_ABI_VERSION, &count);
-  if (types == NULL || count == 0) {
-    dlclose(so);
-    return sw__fail(SW_EABI, "plugin %s refused host ABI %u.%u", path, SW_PLUGIN_ABI_MAJOR,
-                    SW_PLUGIN_ABI_MINOR);
-  }
-  /* Validate every vtable before registering any, so a bad plugin leaves no trace. */
-  for (uint32_t i = 0; i < count; i++) {
-    sw_bucket_type copy;
-    int rc = sw__bucket_type_copy(&copy, types[i]);
-    if (rc < 0) {
-      char why[200];
-      snprintf(why, sizeof why, "%s", sw_last_error());
-      dlclose(so);
-      return sw__fail(rc, "plugin %s, type %u: %s", path, i, why);
+/* Probe for name: the READY entry, or NULL; *slot gets the first EMPTY slot. */
+static sw__entry *sw__probe(sw_registry *r, const char *name, uint32_t hash, uint32_t *empty,
+                            bool *busy) {
+  const uint32_t mask = r->hdr->index_size - 1;
+  *busy = false;
+  for (uint32_t i = hash & mask;; i = (i + 1) & mask) {
+    sw__entry *e = &r->index[i];
+    uint32_t st = atomic_load_explicit(&e->state, memory_order_acquire);
+    if (st == SW__ENTRY_EMPTY) {
+      *empty = i;
+      return NULL;
+    }
+    if (e->hash == hash && strcmp(e->name, name) == 0) {
+      if (st == SW__ENTRY_READY) return e;
+      *busy = true; /* being inserted (or its inserter died): take the lock */
     }
   }
-  uint32_t done = 0;
-  int rc = SW_OK;
-  for (uint32_t i = 0; i < count && rc == SW_OK; i++)
-    if ((rc = sw_bucket_type_register(types[i])) == SW_OK) done++;
-  if (registered) *registered = done;
-  /* The object stays loaded: registered types point into it. */
-  return rc;
+}
+
+static int sw__lock(pthread_mutex_t *m, sw_registry *r);
+
+SW_API int sw_registry_find(sw_registry *r, const char *name, sw_limiter **out) {
+  SW__REGISTRY_CHECK(r);
+  SW__CHECK_NULL(out, "out");
+  size_t len;
+  int rc = sw__check_name(name, &len);
+  if (rc < 0) return rc;
+  uint32_t empty;
+  bool busy;
+  sw__entry *e = sw__probe(r, name, sw__hash(name), &empty, &busy);
+  if (e == NULL) return 0;
+  return (*out = sw__handle(r, e->block)) ? 1 : SW_ENOMEM;
+}
+
+/* Finish entries whose inserter died: their blocks were never published. */
+static void sw__recover(sw_registry *r) {
+  for (uint32_t i = 0; i < r->hdr->index_size; i++) {
+    sw__entry *e = &r->index[i];
+    if (atomic_load(&e->state) != SW__ENTRY_BUSY) continue;
+    void *mem = r->blocks + (uint64_t)e->block * r->hdr->block_size;
+    memset(mem, 0, r->hdr->block_size);
+    if (sw__limiter_init(mem, &r->hdr->geom, &r->hdr->rule, !r->owns_block) == SW_OK)
+      atomic_store_explicit(&e->state, SW__ENTRY_READY, memory_order_release);
+  }
+}
+
+static int sw__lock(pthread_mutex_t *m, sw_registry *r) {
+  int rc = pthread_mutex_lock(m);
+  if (rc == EOWNERDEAD) {
+    sw__recover(r);
+    pthread_mutex_consistent(m);
+    return SW_OK;
+  }
+  return rc == 0 ? SW_OK : sw__fail(SW_ESTATE, "registry lock unusable: %s", strerror(rc));
+}
+
+SW_API int sw_registry_get(sw_registry *r, const char *name, sw_limiter **out) {
+  int rc = sw_registry_find(r, name, out);
+  if (rc != 0) return rc < 0 ? rc : SW_OK;
+  if ((rc = sw__lock(&r->hdr->insert_lock, r)) < 0) return rc;
+  uint32_t hash = sw__hash(name), empty;
+  bool busy;
+  sw__entry *e = sw__probe(r, name, hash, &empty, &busy); /* again, under the lock */
+  if (e == NULL) {
+    uint32_t block = atomic_load(&r->hdr->count);
+    if (block == r->hdr->capacity) {
+      pthread_mutex_unlock(&r->hdr->insert_lock);
+      return sw__fail(SW_EFULL, "registry is full: %u of %u names taken, %s not added", block,
+                      r->hdr->capacity, name);
+    }
+    e = &r->index[empty];
+    e->hash = hash;
+    e->block = block;
+    strcpy(e->name, name);
+    atomic_store(&e->state, SW__ENTRY_BUSY);
+    atomic_store(&r->hdr->count, block + 1);
+    void *mem = r->blocks + (uint64_t)block * r->hdr->block_size;
+    if ((rc = sw__limiter_init(mem, &r->hdr->geom, &r->hdr->rule, !r->owns_block)) < 0) {
+      pthread_mutex_unlock(&r->hdr->insert_lock);
+      return rc;
+    }
+    atomic_store_explicit(&e->state, SW__ENTRY_READY, memory_order_release);
+  }
+  pthread_mutex_unlock(&r->hdr->insert_lock);
+  return (*out = sw__handle(r, e->block)) ? SW_OK : SW_ENOMEM;
+}
+
+SW_API uint32_t sw_registry_capacity(const sw_registry *r) { return r ? r->hdr->capacity : 0; }
+
+SW_API uint32_t sw_registry_count(const sw_registry *r) {
+  return r ? atomic_load(&r->hdr->count) : 0;
+}
+
+SW_API int sw_registry_at(sw_registry *r, uint32_t i, sw_limiter **out, const char **name) {
+  SW__REGISTRY_CHECK(r);
+  if (i >= atomic_load(&r->hdr->count))
+    return sw__fail(SW_ERANGE, "index %u, registry holds %u", i, atomic_load(&r->hdr->count));
+  for (uint32_t k = 0; k < r->hdr->index_size; k++) {
+    sw__entry *e = &r->index[k];
+    if (atomic_load_explicit(&e->state, memory_order_acquire) == SW__ENTRY_READY &&
+        e->block == i) {
+      if (name) *name = e->name;
+      if (out && (*out = sw__handle(r, i)) == NULL) return SW_ENOMEM;
+      return SW_OK;
+    }
+  }
+  return sw__fail(SW_ENOTFOUND, "limiter %u is not ready", i);
 }

@@ -19,7 +19,7 @@ SW_API int sw_sliding_view_create(sw_sliding_view **out, const sw_metric *real,
     return sw__fail(SW_ESIZE, "view sample_count=%d, interval_ms=%lld: both must be > 0 "
                     "and the count must divide the interval", sample_count,
                     (long long)interval_ms);
-  const sw_leap_array *la = real->la;
+  const sw_leap_array *la = &real->la;
   if (la->interval % interval_ms != 0)
     return sw__fail(SW_EGEOMETRY, "view interval_ms=%lld does not divide the real interval "
                     "%lld", (long long)interval_ms, (long long)la->interval);
@@ -48,7 +48,7 @@ static int sw__in_range(int64_t start, void *user) {
 
 /* Real windows of the view's interval ending at t; returns the count. */
 static int sw__view_windows(const sw_sliding_view *v, int64_t t, sw_window *out) {
-  const sw_leap_array *la = v->real->la;
+  const sw_leap_array *la = &v->real->la;
   sw__range r;
   r.hi = t - t % la->wl;
   r.lo = r.hi - v->interval + la->wl;
@@ -58,7 +58,7 @@ static int sw__view_windows(const sw_sliding_view *v, int64_t t, sw_window *out)
 #define SW__VIEW_FOLD(v, t, body)                                              \
   do {                                                                         \
     sw_window stack_[64], *w_ = stack_;                                        \
-    uint32_t n_ = (uint32_t)(v)->real->la->n;                                  \
+    uint32_t n_ = (uint32_t)(v)->real->la.n;                                  \
     if (n_ > 64 && (w_ = malloc(n_ * sizeof *w_)) == NULL)                     \
       return sw__fail(SW_ENOMEM, "view over %u windows", n_);                  \
     int count_ = sw__view_windows(v, t, w_);                                   \
@@ -131,10 +131,10 @@ SW_API int sw_sliding_view_second_metrics_on_condition_at(const sw_sliding_view 
   if (out == NULL && cap > 0) return sw__fail(SW_ENULL, "out is NULL with cap=%u", cap);
   const sw_metric *m = v->real;
   sw_window stack[64], *w = stack;
-  uint32_t n = (uint32_t)m->la->n;
+  uint32_t n = (uint32_t)m->la.n;
   if (n > 64 && (w = malloc(n * sizeof *w)) == NULL)
     return sw__fail(SW_ENOMEM, "view over %u windows", n);
-  int count = sw__la_collect(m->la, SW__SEL_CONDITION, t, pred, user, w, n);
+  int count = sw__la_collect(&m->la, SW__SEL_CONDITION, t, pred, user, w, n);
   int groups = 0;
   sw_metric_record cur = {0};
   for (int i = 0; i < count; i++) { /* windows come oldest first: group by second */

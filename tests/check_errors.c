@@ -30,12 +30,13 @@ END_TEST
 START_TEST(test_options) {
   sw_options *o;
   ck_ok(sw_options_create(&o));
-  int64_t v, lo, hi, def;
+  int64_t v;
+  double lo, hi, def;
   ck_ok(sw_options_get(o, SW_OPT_STRIPES, &v));
   ck_assert_int_eq(v, 4);
   ck_ok(sw_option_bounds(SW_OPT_MAX_RT_MS, &lo, &hi, &def));
-  ck_assert_int_eq(def, 5000);
-  ck_assert_int_eq(lo, 1);
+  ck_assert_double_eq(def, 5000);
+  ck_assert_double_eq(lo, 1);
   ck_ok(sw_options_set(o, SW_OPT_STRIPES, 8));
   ck_sw(sw_options_set(o, SW_OPT_STRIPES, 3), SW_ERANGE);
   ck_assert_ptr_nonnull(strstr(sw_last_error(), "SW_OPT_STRIPES=3"));

@@ -102,18 +102,47 @@ SW_API int sw_clock_set_custom(sw_clock_fn fn, void *user);
  * NULL options mean all defaults. */
 typedef struct sw_options sw_options;
 
+/* Flow rule grades and behaviours (Sentinel's RuleConstant values). */
+#define SW_GRADE_CONCURRENCY 0 /* FLOW_GRADE_THREAD: requests in flight */
+#define SW_GRADE_QPS 1         /* FLOW_GRADE_QPS: passes per second */
+#define SW_BEHAVIOR_REJECT 0        /* DefaultController (+ prioritized borrowing) */
+#define SW_BEHAVIOR_WARM_UP 1       /* WarmUpController: token bucket, cold factor */
+#define SW_BEHAVIOR_PACING 2        /* RateLimiterController: leaky bucket, queueing */
+#define SW_BEHAVIOR_WARM_UP_PACING 3 /* WarmUpRateLimiterController */
+
 typedef enum sw_option {
-  SW_OPT_OCCUPIABLE = 1,  /* metric: 0 plain Bucket (default), 1 Occupiable */
-  SW_OPT_STRIPES = 2,     /* metric: counter stripes per window, power of two 1..64 (default 4) */
-  SW_OPT_MAX_RT_MS = 3    /* metric: statistic max RT, the initial min RT (default 5000) */
+  /* metric */
+  SW_OPT_OCCUPIABLE = 1, /* 0 plain Bucket (default), 1 Occupiable */
+  SW_OPT_STRIPES = 2,    /* counter stripes per window, power of two 1..64 (default 4) */
+  SW_OPT_MAX_RT_MS = 3,  /* statistic max RT, the initial min RT (default 5000) */
+  /* node */
+  SW_OPT_SECOND_SAMPLE_COUNT = 4, /* per-second array: windows (default 2) */
+  SW_OPT_SECOND_INTERVAL_MS = 5,  /* per-second array: interval (default 1000) */
+  SW_OPT_MINUTE_SAMPLE_COUNT = 6, /* per-minute array: windows (default 60) */
+  SW_OPT_MINUTE_INTERVAL_MS = 7,  /* per-minute array: interval (default 60000) */
+  SW_OPT_OCCUPY_TIMEOUT_MS = 8,   /* longest wait of a borrowed pass (default 500) */
+  /* flow rule */
+  SW_OPT_GRADE = 9,          /* SW_GRADE_QPS (default) or SW_GRADE_CONCURRENCY */
+  SW_OPT_BEHAVIOR = 10,      /* SW_BEHAVIOR_* (default reject) */
+  SW_OPT_THRESHOLD = 11,     /* QPS or concurrent requests, >= 0, fractional allowed */
+  SW_OPT_MAX_QUEUE_MS = 12,  /* pacing: longest queueing time (default 500) */
+  SW_OPT_WARM_UP_SEC = 13,   /* warm-up period in seconds (default 10) */
+  SW_OPT_COLD_FACTOR = 14,   /* warm-up cold factor, integer > 1 (default 3) */
+  SW_OPT_STRICT = 15         /* 1: check-and-count is atomic (default); 0: Sentinel's check-then-add */
 } sw_option;
 
 SW_API int sw_options_create(sw_options **out);
 SW_API void sw_options_free(sw_options *opts);
-/* SW_ERANGE (and a message naming the value) when outside sw_option_bounds. */
+/* A copy (NULL: defaults), or NULL when out of memory. */
+SW_API sw_options *sw_options_clone(const sw_options *opts);
+/* SW_ERANGE (and a message naming the value) when outside sw_option_bounds,
+ * NaN, fractional for an integer key, or a stripe count not a power of two. */
 SW_API int sw_options_set(sw_options *opts, sw_option key, int64_t value);
+SW_API int sw_options_set_double(sw_options *opts, sw_option key, double value);
+/* The value set, or the default (opts may be NULL). _get truncates. */
 SW_API int sw_options_get(const sw_options *opts, sw_option key, int64_t *value);
-SW_API int sw_option_bounds(sw_option key, int64_t *min, int64_t *max, int64_t *def);
+SW_API int sw_options_get_double(const sw_options *opts, sw_option key, double *value);
+SW_API int sw_option_bounds(sw_option key, double *min, double *max, double *def);
 SW_API const char *sw_option_name(sw_option key);
 
 /* --------------------------------------------------------- bucket registry */
@@ -390,6 +419,148 @@ SW_API int sw_sliding_view_second_metrics_on_condition_at(const sw_sliding_view 
                                                           void *user,
                                                           sw_metric_record *out,
                                                           uint32_t cap);
+
+/* ---------------------------------------------------------- StatisticNode */
+
+/* Sentinel's StatisticNode: a per-second occupiable metric (2 x 500 ms), a
+ * per-minute metric (60 x 1 s) and the number of requests in flight.
+ * Options used: SW_OPT_SECOND_*, SW_OPT_MINUTE_*, SW_OPT_OCCUPY_TIMEOUT_MS,
+ * SW_OPT_STRIPES, SW_OPT_MAX_RT_MS. Functions returning double return a
+ * negative code on error. */
+typedef struct sw_node sw_node;
+SW_API int sw_node_create(sw_node **out, const sw_options *opts);
+SW_API void sw_node_free(sw_node *node);
+/* The node's metrics (borrowed; they live as long as the node). */
+SW_API sw_metric *sw_node_second_metric(sw_node *node);
+SW_API sw_metric *sw_node_minute_metric(sw_node *node);
+
+/* Per-second rates over the per-second array. */
+SW_API double sw_node_pass_qps_at(const sw_node *node, int64_t t);
+SW_API double sw_node_block_qps_at(const sw_node *node, int64_t t);
+SW_API double sw_node_success_qps_at(const sw_node *node, int64_t t);
+SW_API double sw_node_exception_qps_at(const sw_node *node, int64_t t);
+SW_API double sw_node_occupied_pass_qps_at(const sw_node *node, int64_t t);
+/* pass + block */
+SW_API double sw_node_total_qps_at(const sw_node *node, int64_t t);
+/* RT / SUCCESS over the per-second array; 0 when there is no success. */
+SW_API double sw_node_avg_rt_at(const sw_node *node, int64_t t);
+SW_API double sw_node_min_rt_at(const sw_node *node, int64_t t);
+/* Largest per-window SUCCESS, scaled to a second (maxSuccessQps). */
+SW_API double sw_node_max_success_qps_at(const sw_node *node, int64_t t);
+/* PASS / BLOCK of the previous window of the per-minute array (the last
+ * whole second with the default geometry). */
+SW_API int64_t sw_node_previous_pass_qps_at(const sw_node *node, int64_t t);
+SW_API int64_t sw_node_previous_block_qps_at(const sw_node *node, int64_t t);
+/* Sums over the per-minute array. totalRequest = pass + block. */
+SW_API int64_t sw_node_total_request_at(const sw_node *node, int64_t t);
+SW_API int64_t sw_node_total_pass_at(const sw_node *node, int64_t t);
+SW_API int64_t sw_node_total_success_at(const sw_node *node, int64_t t);
+SW_API int64_t sw_node_total_exception_at(const sw_node *node, int64_t t);
+SW_API int64_t sw_node_block_request_at(const sw_node *node, int64_t t);
+/* Requests in flight (curThreadNum). */
+SW_API int64_t sw_node_concurrency(const sw_node *node);
+/* Borrowed passes waiting for their windows. */
+SW_API int64_t sw_node_waiting_at(const sw_node *node, int64_t t);
+
+/* Recording. n and rt_ms in 0..INT32_MAX. */
+SW_API int sw_node_add_pass_at(sw_node *node, int64_t t, int64_t n);
+SW_API int sw_node_add_rt_and_success_at(sw_node *node, int64_t t, int64_t rt_ms, int64_t n);
+SW_API int sw_node_increase_block_at(sw_node *node, int64_t t, int64_t n);
+SW_API int sw_node_increase_exception_at(sw_node *node, int64_t t, int64_t n);
+SW_API int sw_node_increase_concurrency(sw_node *node);
+SW_API int sw_node_decrease_concurrency(sw_node *node);
+/* A pass borrowed from the window of future_ms (per-second array). */
+SW_API int sw_node_add_waiting(sw_node *node, int64_t future_ms, int64_t n);
+/* Record n borrowed passes in the per-minute array (OCCUPIED_PASS and PASS). */
+SW_API int sw_node_add_occupied_pass_at(sw_node *node, int64_t t, int64_t n);
+/* tryOccupyNext: how long a request of n units would wait to pass on quota
+ * of the next window under threshold (QPS); returns the occupy timeout when
+ * it cannot. */
+SW_API int64_t sw_node_try_occupy_next_at(const sw_node *node, int64_t t, int64_t n,
+                                          double threshold);
+SW_API int64_t sw_node_occupy_timeout_ms(const sw_node *node);
+/* Per-second records of the per-minute array for metric export: whole
+ * seconds after since_ms and before the second of t, with any activity,
+ * oldest first. Returns the count (may exceed cap). */
+SW_API int sw_node_metrics_at(const sw_node *node, int64_t t, int64_t since_ms,
+                              sw_metric_record *out, uint32_t cap);
+
+/* ---------------------------------------------------------------- limiter */
+
+/* A flow rule on a StatisticNode, deciding each entry (Sentinel's flow
+ * controllers). The rule comes from options: SW_OPT_GRADE, SW_OPT_BEHAVIOR,
+ * SW_OPT_THRESHOLD, SW_OPT_MAX_QUEUE_MS, SW_OPT_WARM_UP_SEC,
+ * SW_OPT_COLD_FACTOR, SW_OPT_STRICT; the node's geometry from the node
+ * options. See docs/limiters.md for each behaviour with a timeline. */
+typedef struct sw_limiter sw_limiter;
+
+#define SW_VERDICT_PASS 0  /* proceed now */
+#define SW_VERDICT_BLOCK 1 /* refused; retry_after_ms says when to retry */
+#define SW_VERDICT_WAIT 2  /* admitted: sleep wait_ms, then proceed */
+
+/* sw_limiter_entry flags */
+#define SW_ENTRY_PRIORITIZED 0x1u /* reject behaviour: may borrow from the next window */
+/* sw_limiter_exit flags */
+#define SW_EXIT_ERROR 0x1u /* the request failed: count an exception */
+
+typedef struct sw_decision {
+  int32_t verdict;        /* SW_VERDICT_* */
+  int32_t borrowed;       /* 1: admitted on quota borrowed from the next window */
+  int64_t wait_ms;        /* SW_VERDICT_WAIT: how long to wait before proceeding */
+  int64_t retry_after_ms; /* SW_VERDICT_BLOCK: earliest retry that can pass; -1: never */
+  int64_t remaining;      /* units still admissible now, after this decision */
+  int64_t reserved[4];    /* zero */
+} sw_decision;
+
+/* A limiter with its own node. Errors: the node's, and for the rule
+ * SW_ERANGE (value out of bounds, NaN) or SW_EINVAL (a behaviour that the
+ * grade does not allow; warm-up parameters that give no warm-up range). */
+SW_API int sw_limiter_create(sw_limiter **out, const sw_options *opts);
+SW_API void sw_limiter_free(sw_limiter *l);
+/* The limiter's node (borrowed). */
+SW_API sw_node *sw_limiter_node(sw_limiter *l);
+
+/* Decide an entry of n units (0..INT32_MAX) at now / t and count it: a pass
+ * or wait counts n passes and one request in flight (call exit later), a
+ * block counts n blocks. Thread-safe; in strict mode the check and the
+ * count are one atomic step, so no thread overshoots the threshold. */
+SW_API int sw_limiter_entry(sw_limiter *l, int64_t n, uint32_t flags, sw_decision *d);
+SW_API int sw_limiter_entry_at(sw_limiter *l, int64_t t, int64_t n, uint32_t flags,
+                               sw_decision *d);
+/* The end of an admitted entry: records rt_ms and n successes (and n
+ * exceptions with SW_EXIT_ERROR), and one request less in flight. */
+SW_API int sw_limiter_exit(sw_limiter *l, int64_t rt_ms, int64_t n, uint32_t flags);
+SW_API int sw_limiter_exit_at(sw_limiter *l, int64_t t, int64_t rt_ms, int64_t n,
+                              uint32_t flags);
+
+/* Replace the rule at run time; the statistics are kept. Changing the
+ * behaviour restarts the pacing queue and the warm-up token bucket, as
+ * Sentinel does when it rebuilds a controller. Node options are ignored. */
+SW_API int sw_limiter_set_rule(sw_limiter *l, const sw_options *rule);
+/* Write the current rule into opts. */
+SW_API int sw_limiter_get_rule(const sw_limiter *l, sw_options *opts);
+
+/* --------------------------------------------------------------- registry */
+
+/* Limiters by name, all with the node geometry of the options given at
+ * creation and starting with their rule. The capacity is fixed: when every
+ * place is taken, getting a new name fails with SW_EFULL and nothing is
+ * evicted (see docs/limiters.md). Names are 1..63 bytes. Lookups of
+ * existing names take no lock. */
+typedef struct sw_registry sw_registry;
+#define SW_NAME_MAX 63
+
+SW_API int sw_registry_create(sw_registry **out, uint32_t capacity, const sw_options *opts);
+SW_API void sw_registry_free(sw_registry *r);
+/* The limiter of name, created on first use (borrowed: it lives as long as
+ * the registry). SW_EFULL when full, SW_ERANGE for a bad name. */
+SW_API int sw_registry_get(sw_registry *r, const char *name, sw_limiter **out);
+/* The limiter of name if it exists: 1 / 0. */
+SW_API int sw_registry_find(sw_registry *r, const char *name, sw_limiter **out);
+SW_API uint32_t sw_registry_capacity(const sw_registry *r);
+SW_API uint32_t sw_registry_count(const sw_registry *r);
+/* The i-th limiter in creation order (i < count) and its name (borrowed). */
+SW_API int sw_registry_at(sw_registry *r, uint32_t i, sw_limiter **out, const char **name);
 
 #ifdef __cplusplus
 }

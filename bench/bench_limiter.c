@@ -1,0 +1,81 @@
+/* Limiter benchmark: ns per entry+exit pair for each behaviour, with the
+ * real clock, 1 or more threads on one limiter.
+ * Usage: bench_limiter BEHAVIOUR THREADS OPS
+ *   BEHAVIOUR: reject | reject-fast | pacing | warm-up | concurrency
+ * The threshold is high enough that every entry passes: this measures the
+ * cost of the decision and the counting, not of blocking. Under callgrind,
+ * count only run_case (see bench/run.sh). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <sw/sw.h>
+
+typedef struct job {
+  pthread_t tid;
+  sw_limiter *l;
+  long ops;
+} job;
+
+__attribute__((noinline)) void run_case(job *j);
+__attribute__((noinline)) void run_case(job *j) {
+  sw_decision d;
+  for (long i = 0; i < j->ops; i++) {
+    sw_limiter_entry(j->l, 1, 0, &d);
+    if (d.verdict != SW_VERDICT_BLOCK) sw_limiter_exit(j->l, 1, 1, 0);
+  }
+}
+
+static void *thread_main(void *arg) {
+  run_case(arg);
+  return NULL;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 4) {
+    fprintf(stderr, "usage: %s reject|reject-fast|pacing|warm-up|concurrency THREADS OPS\n",
+            argv[0]);
+    return 2;
+  }
+  const char *b = argv[1];
+  int threads = atoi(argv[2]);
+  long ops = atol(argv[3]);
+  sw_options *o;
+  sw_limiter *l;
+  sw_options_create(&o);
+  sw_options_set_double(o, SW_OPT_THRESHOLD, 1e12);
+  if (strcmp(b, "reject-fast") == 0) sw_options_set(o, SW_OPT_STRICT, 0);
+  if (strcmp(b, "pacing") == 0) sw_options_set(o, SW_OPT_BEHAVIOR, SW_BEHAVIOR_PACING);
+  if (strcmp(b, "warm-up") == 0) sw_options_set(o, SW_OPT_BEHAVIOR, SW_BEHAVIOR_WARM_UP);
+  if (strcmp(b, "concurrency") == 0) sw_options_set(o, SW_OPT_GRADE, SW_GRADE_CONCURRENCY);
+  if (sw_limiter_create(&l, o) != SW_OK) {
+    fprintf(stderr, "%s\n", sw_last_error());
+    return 1;
+  }
+  job *jobs = calloc((size_t)threads, sizeof *jobs);
+  double t0 = now_s();
+  for (int i = 0; i < threads; i++) {
+    jobs[i] = (job){.l = l, .ops = ops};
+    if (threads == 1)
+      run_case(&jobs[i]);
+    else
+      pthread_create(&jobs[i].tid, NULL, thread_main, &jobs[i]);
+  }
+  if (threads > 1)
+    for (int i = 0; i < threads; i++) pthread_join(jobs[i].tid, NULL);
+  double dt = now_s() - t0;
+  printf("behaviour=%s threads=%d ops=%ld ns_per_pair=%.1f mpairs_total=%.2f\n", b, threads,
+         ops, dt * 1e9 / (double)ops, (double)ops * threads / dt / 1e6);
+  free(jobs);
+  sw_limiter_free(l);
+  sw_options_free(o);
+  return 0;
+}

@@ -1,0 +1,397 @@
+/* Flow rules on a node: Sentinel's DefaultController (with prioritized
+ * borrowing), RateLimiterController (pacing), WarmUpController and
+ * WarmUpRateLimiterController, returning a decision instead of sleeping. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "limiter.h"
+
+#define SW__LIMITER_CHECK(l)                                                        \
+  do {                                                                              \
+    if (sw__unlikely((l) == NULL)) return sw__fail(SW_ENULL, "limiter is NULL");    \
+  } while (0)
+
+static const char *const sw__behavior_names[] = {"reject", "warm-up", "pacing",
+                                                 "warm-up + pacing"};
+
+/* ------------------------------------------------------------------ rules */
+
+int sw__rule_from(const sw_options *opts, sw__rule *r) {
+  int64_t v;
+  memset(r, 0, sizeof *r);
+  sw_options_get(opts, SW_OPT_GRADE, &v);
+  r->grade = (int32_t)v;
+  sw_options_get(opts, SW_OPT_BEHAVIOR, &v);
+  r->behavior = (int32_t)v;
+  sw_options_get(opts, SW_OPT_STRICT, &v);
+  r->strict = (int32_t)v;
+  sw_options_get(opts, SW_OPT_COLD_FACTOR, &v);
+  r->cold_factor = (int32_t)v;
+  sw_options_get_double(opts, SW_OPT_THRESHOLD, &r->threshold);
+  sw_options_get(opts, SW_OPT_MAX_QUEUE_MS, &r->max_queue_ms);
+  sw_options_get(opts, SW_OPT_WARM_UP_SEC, &r->warm_up_sec);
+  if (r->grade == SW_GRADE_CONCURRENCY && r->behavior != SW_BEHAVIOR_REJECT)
+    return sw__fail(SW_EINVAL, "SW_OPT_BEHAVIOR=%d (%s) needs SW_OPT_GRADE=SW_GRADE_QPS",
+                    r->behavior, sw__behavior_names[r->behavior]);
+  if (r->behavior == SW_BEHAVIOR_WARM_UP || r->behavior == SW_BEHAVIOR_WARM_UP_PACING) {
+    /* Sentinel's WarmUpController constructor, integer casts included. */
+    double count = r->threshold, period = (double)r->warm_up_sec;
+    r->warning_token = (int64_t)(period * count) / (r->cold_factor - 1);
+    r->max_token = r->warning_token + (int64_t)(2 * period * count / (1.0 + r->cold_factor));
+    if (count <= 0 || r->max_token <= r->warning_token)
+      return sw__fail(SW_EINVAL, "warm-up with SW_OPT_THRESHOLD=%g and SW_OPT_WARM_UP_SEC=%lld "
+                      "has no warm-up range (threshold x period too small)", count,
+                      (long long)r->warm_up_sec);
+    r->slope = (r->cold_factor - 1.0) / count / (double)(r->max_token - r->warning_token);
+  }
+  return SW_OK;
+}
+
+static void sw__rule_store(sw__limiter_hdr *h, const sw__rule *r) {
+  uint64_t w[SW__RULE_WORDS];
+  memcpy(w, r, sizeof w);
+  uint64_t seq = atomic_load_explicit(&h->rule_seq, memory_order_relaxed) | 1;
+  atomic_store_explicit(&h->rule_seq, seq, memory_order_relaxed);
+  atomic_thread_fence(memory_order_release);
+  for (int i = 0; i < SW__RULE_WORDS; i++)
+    atomic_store_explicit(&h->rule[i], w[i], memory_order_relaxed);
+  atomic_store_explicit(&h->rule_seq, seq + 1, memory_order_release);
+}
+
+/* Load the rule; the reject behaviour needs only its first words. */
+static void sw__rule_load(const sw__limiter_hdr *h, sw__rule *r) {
+  enum { HOT = 3 }; /* grade, behavior, strict, cold_factor, threshold */
+  uint64_t w[SW__RULE_WORDS], seq;
+  do {
+    seq = atomic_load_explicit(&h->rule_seq, memory_order_acquire);
+    for (int i = 0; i < HOT; i++) w[i] = atomic_load_explicit(&h->rule[i], memory_order_relaxed);
+    memcpy(r, w, HOT * sizeof w[0]);
+    int words = r->behavior == SW_BEHAVIOR_REJECT ? HOT : SW__RULE_WORDS;
+    for (int i = HOT; i < words; i++)
+      w[i] = atomic_load_explicit(&h->rule[i], memory_order_relaxed);
+    memcpy(r, w, (size_t)words * sizeof w[0]);
+    atomic_thread_fence(memory_order_acquire);
+  } while ((seq & 1) ||
+           seq != atomic_load_explicit(&h->rule_seq, memory_order_relaxed));
+}
+
+/* ---------------------------------------------------------------- layout */
+
+static uint64_t sw__limiter_prefix(void) {
+  return sw__round_up(sizeof(sw__limiter_hdr), SW_CACHE_LINE) + SW_CACHE_LINE;
+}
+
+uint64_t sw__limiter_size(const sw__node_geom *g) {
+  return sw__limiter_prefix() + sw__node_size(g);
+}
+
+int sw__limiter_init(void *mem, const sw__node_geom *g, const sw__rule *r,
+                     bool process_shared) {
+  sw__limiter_hdr *h = mem;
+  pthread_mutexattr_t attr;
+  pthread_mutexattr_init(&attr);
+  pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
+  if (process_shared) pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+  int rc = pthread_mutex_init(&h->rule_lock, &attr);
+  pthread_mutexattr_destroy(&attr);
+  if (rc != 0) return sw__fail(SW_ENOMEM, "pthread_mutex_init: %s", strerror(rc));
+  h->node_off = sw__limiter_prefix();
+  h->total_size = sw__limiter_size(g);
+  sw__rule_store(h, r);
+  sw__limiter_state *st = (sw__limiter_state *)((char *)mem + h->node_off - SW_CACHE_LINE);
+  atomic_store(&st->latest_passed, -1); /* Sentinel: the first request passes */
+  if ((rc = sw__node_init((char *)mem + h->node_off, g, process_shared)) < 0) return rc;
+  h->magic = SW__LIMITER_MAGIC;
+  return SW_OK;
+}
+
+void sw__limiter_fini(void *mem) {
+  sw__limiter_hdr *h = mem;
+  pthread_mutex_destroy(&h->rule_lock);
+  sw__node_fini((char *)mem + h->node_off);
+}
+
+int sw__limiter_bind(sw_limiter *l, void *mem) {
+  sw__limiter_hdr *h = mem;
+  memset(l, 0, sizeof *l);
+  l->hdr = h;
+  l->st = (sw__limiter_state *)((char *)mem + h->node_off - SW_CACHE_LINE);
+  return sw__node_bind(&l->node, (char *)mem + h->node_off);
+}
+
+SW_API int sw_limiter_create(sw_limiter **out, const sw_options *opts) {
+  SW__CHECK_NULL(out, "out");
+  *out = NULL;
+  sw__node_geom g;
+  sw__rule r;
+  int rc = sw__node_geom_from(opts, &g);
+  if (rc < 0 || (rc = sw__rule_from(opts, &r)) < 0) return rc;
+  uint64_t size = sw__limiter_size(&g);
+  sw_limiter *l = malloc(sizeof *l);
+  void *mem = aligned_alloc(SW_CACHE_LINE, size);
+  if (l == NULL || mem == NULL) {
+    free(l);
+    free(mem);
+    return sw__fail(SW_ENOMEM, "limiter of %llu bytes", (unsigned long long)size);
+  }
+  memset(mem, 0, size);
+  if ((rc = sw__limiter_init(mem, &g, &r, false)) < 0 || (rc = sw__limiter_bind(l, mem)) < 0) {
+    free(l);
+    free(mem);
+    return rc;
+  }
+  l->owns_block = true;
+  *out = l;
+  return SW_OK;
+}
+
+SW_API void sw_limiter_free(sw_limiter *l) {
+  if (l == NULL) return;
+  if (l->owns_block) {
+    sw__limiter_fini(l->hdr);
+    free(l->hdr);
+  }
+  free(l);
+}
+
+SW_API sw_node *sw_limiter_node(sw_limiter *l) { return l ? &l->node : NULL; }
+
+SW_API int sw_limiter_set_rule(sw_limiter *l, const sw_options *opts) {
+  SW__LIMITER_CHECK(l);
+  sw__rule r, old;
+  int rc = sw__rule_from(opts, &r);
+  if (rc < 0) return rc;
+  rc = pthread_mutex_lock(&l->hdr->rule_lock);
+  if (rc == EOWNERDEAD) /* a writer died mid-write: the rule is rewritten whole below */
+    pthread_mutex_consistent(&l->hdr->rule_lock);
+  else if (rc != 0)
+    return sw__fail(SW_ESTATE, "rule lock unusable: %s", strerror(rc));
+  sw__rule_load(l->hdr, &old);
+  if (old.behavior != r.behavior) { /* a new controller, as Sentinel builds one */
+    atomic_store(&l->st->latest_passed, -1);
+    atomic_store(&l->st->stored_tokens, 0);
+    atomic_store(&l->st->last_filled, 0);
+  }
+  sw__rule_store(l->hdr, &r);
+  pthread_mutex_unlock(&l->hdr->rule_lock);
+  return SW_OK;
+}
+
+SW_API int sw_limiter_get_rule(const sw_limiter *l, sw_options *opts) {
+  SW__LIMITER_CHECK(l);
+  SW__CHECK_NULL(opts, "options");
+  sw__rule r;
+  sw__rule_load(l->hdr, &r);
+  sw_options_set(opts, SW_OPT_GRADE, r.grade);
+  sw_options_set(opts, SW_OPT_BEHAVIOR, r.behavior);
+  sw_options_set(opts, SW_OPT_STRICT, r.strict);
+  sw_options_set(opts, SW_OPT_COLD_FACTOR, r.cold_factor);
+  sw_options_set_double(opts, SW_OPT_THRESHOLD, r.threshold);
+  sw_options_set(opts, SW_OPT_MAX_QUEUE_MS, r.max_queue_ms);
+  sw_options_set(opts, SW_OPT_WARM_UP_SEC, r.warm_up_sec);
+  return SW_OK;
+}
+
+/* --------------------------------------------------------------- warm-up */
+
+/* Sentinel's WarmUpController.coolDownTokens and syncToken. */
+static int64_t sw__cool_down(const sw__rule *r, const sw__limiter_state *st, int64_t now,
+                             int64_t pass_qps, int64_t old) {
+  int64_t last = atomic_load(&st->last_filled), v = old;
+  if (old < r->warning_token ||
+      (old > r->warning_token && pass_qps < (int64_t)r->threshold / r->cold_factor))
+    v = (int64_t)((double)old + (double)(now - last) * r->threshold / 1000.0);
+  return v < r->max_token ? v : r->max_token;
+}
+
+static void sw__sync_token(const sw__rule *r, sw__limiter_state *st, int64_t t,
+                           int64_t pass_qps) {
+  int64_t now = t - t % 1000;
+  if (now <= atomic_load(&st->last_filled)) return;
+  int64_t old = atomic_load(&st->stored_tokens);
+  int64_t v = sw__cool_down(r, st, now, pass_qps, old);
+  if (atomic_compare_exchange_strong(&st->stored_tokens, &old, v)) {
+    if (atomic_fetch_sub(&st->stored_tokens, pass_qps) - pass_qps < 0)
+      atomic_store(&st->stored_tokens, 0);
+    atomic_store(&st->last_filled, now);
+  }
+}
+
+/* The QPS the warm-up allows now (the threshold once warm). */
+static double sw__warm_qps(const sw__rule *r, sw_limiter *l, int64_t t) {
+  sw__sync_token(r, l->st, t, sw_node_previous_pass_qps_at(&l->node, t));
+  int64_t rest = atomic_load(&l->st->stored_tokens);
+  if (rest < r->warning_token) return r->threshold;
+  double above = (double)(rest - r->warning_token);
+  return nextafter(1.0 / (above * r->slope + 1.0 / r->threshold), INFINITY);
+}
+
+/* ------------------------------------------------------------- decisions */
+
+/* When a QPS check at t with limit would pass again: the time the oldest
+ * windows of the interval leave it and take enough passes with them. */
+static int64_t sw__retry_after(sw_limiter *l, int64_t t, int64_t n, double limit) {
+  if ((double)n > limit) return -1;
+  const sw_metric *sec = &l->node.second;
+  const double isec = (double)sec->la.interval / 1000.0;
+  sw_metric_record w[64], *all = w;
+  uint32_t cap = (uint32_t)sec->la.n;
+  if (cap > 64 && (all = malloc(cap * sizeof *all)) == NULL) return sec->la.wl;
+  int count = sw_metric_details_at(sec, t, all, cap);
+  int64_t pass = 0, retry = sec->la.wl - t % sec->la.wl;
+  for (int i = 0; i < count; i++) pass += all[i].pass;
+  for (int i = 0; i < count; i++) {
+    pass -= all[i].pass;
+    retry = all[i].start_ms + sec->la.interval - t;
+    if ((double)(int64_t)((double)pass / isec) + (double)n <= limit) break;
+  }
+  if (all != w) free(all);
+  return retry > 0 ? retry : 1;
+}
+
+static int64_t sw__floor_left(double limit, double used) {
+  double left = floor(limit) - used;
+  return left > 0 ? (int64_t)left : 0;
+}
+
+/* Reject behaviour (and warm-up, with its current limit) on the QPS grade. */
+static void sw__decide_qps(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n,
+                           uint32_t flags, double limit, sw_decision *d) {
+  int64_t pass;
+  const double isec = (double)l->node.second.la.interval / 1000.0;
+  if (sw__metric_admit(&l->node.second, t, n, limit, r->strict, &pass)) {
+    sw__node_count_pass(&l->node, t, n, true, true);
+    d->remaining = sw__floor_left(limit, (double)(int64_t)((double)(pass + n) / isec));
+    return;
+  }
+  if ((flags & SW_ENTRY_PRIORITIZED) && r->behavior == SW_BEHAVIOR_REJECT) {
+    int64_t wait = sw_node_try_occupy_next_at(&l->node, t, n, r->threshold);
+    if (wait >= 0 && wait < l->node.hdr->occupy_timeout) {
+      sw_node_add_waiting(&l->node, t + wait, n);
+      sw_node_add_occupied_pass_at(&l->node, t, n);
+      atomic_fetch_add_explicit(&l->node.live->concurrency, 1, memory_order_relaxed);
+      d->verdict = SW_VERDICT_WAIT;
+      d->borrowed = 1;
+      d->wait_ms = wait;
+      return;
+    }
+  }
+  d->verdict = SW_VERDICT_BLOCK;
+  d->retry_after_ms = sw__retry_after(l, t, n, limit);
+  d->remaining = sw__floor_left(limit, (double)(int64_t)((double)pass / isec));
+}
+
+static void sw__decide_concurrency(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n,
+                                   sw_decision *d) {
+  _Atomic int64_t *cur = &l->node.live->concurrency;
+  int64_t c = atomic_load_explicit(cur, memory_order_relaxed);
+  for (;;) {
+    if ((double)(c + n) > r->threshold) {
+      d->verdict = SW_VERDICT_BLOCK;
+      /* Nothing says when a request will finish: suggest the average RT. */
+      double rt = sw_node_avg_rt_at(&l->node, t);
+      d->retry_after_ms = (double)n > r->threshold ? -1 : rt >= 1 ? (int64_t)ceil(rt) : 1;
+      d->remaining = sw__floor_left(r->threshold, (double)c);
+      return;
+    }
+    if (!r->strict) {
+      sw__node_count_pass(&l->node, t, n, false, true);
+      break;
+    }
+    if (atomic_compare_exchange_weak_explicit(cur, &c, c + 1, memory_order_relaxed,
+                                              memory_order_relaxed)) {
+      sw__node_count_pass(&l->node, t, n, false, false); /* the CAS counted it in flight */
+      break;
+    }
+  }
+  d->remaining = sw__floor_left(r->threshold, (double)(c + 1));
+}
+
+/* Pacing (RateLimiterController): admissions spaced cost ms apart, queueing
+ * up to max_queue_ms. One CAS on the time of the last admission. */
+static void sw__decide_pacing(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n,
+                              double qps, sw_decision *d) {
+  if (n == 0) {
+    sw__node_count_pass(&l->node, t, n, false, true);
+    return;
+  }
+  if (qps <= 0) {
+    d->verdict = SW_VERDICT_BLOCK;
+    d->retry_after_ms = -1;
+    return;
+  }
+  int64_t cost = (int64_t)llround((double)n / qps * 1000.0);
+  _Atomic int64_t *latest = &l->st->latest_passed;
+  int64_t last = atomic_load(latest), next, wait;
+  for (;;) {
+    if (last + cost <= t) {
+      next = t;
+      wait = 0;
+    } else {
+      next = last + cost;
+      wait = next - t;
+      if (wait > r->max_queue_ms) {
+        d->verdict = SW_VERDICT_BLOCK;
+        d->retry_after_ms = wait - r->max_queue_ms;
+        return;
+      }
+    }
+    if (atomic_compare_exchange_weak(latest, &last, next)) break;
+  }
+  sw__node_count_pass(&l->node, t, n, false, true);
+  d->verdict = wait > 0 ? SW_VERDICT_WAIT : SW_VERDICT_PASS;
+  d->wait_ms = wait;
+  /* how many more of this size still fit in the queue */
+  d->remaining = cost > 0 ? (r->max_queue_ms - wait) / cost : INT32_MAX;
+}
+
+SW_API int sw_limiter_entry_at(sw_limiter *l, int64_t t, int64_t n, uint32_t flags,
+                               sw_decision *d) {
+  SW__LIMITER_CHECK(l);
+  SW__CHECK_NULL(d, "decision");
+  SW__CHECK_TIME(t);
+  if (sw__unlikely(n < 0 || n > INT32_MAX))
+    return sw__fail(SW_ERANGE, "n=%lld is outside 0..%d", (long long)n, INT32_MAX);
+  memset(d, 0, sizeof *d);
+  sw__rule r;
+  sw__rule_load(l->hdr, &r);
+  switch (r.behavior) {
+  case SW_BEHAVIOR_PACING:
+    sw__decide_pacing(l, &r, t, n, r.threshold, d);
+    break;
+  case SW_BEHAVIOR_WARM_UP:
+    sw__decide_qps(l, &r, t, n, flags, sw__warm_qps(&r, l, t), d);
+    break;
+  case SW_BEHAVIOR_WARM_UP_PACING:
+    sw__decide_pacing(l, &r, t, n, sw__warm_qps(&r, l, t), d);
+    break;
+  default:
+    if (r.grade == SW_GRADE_CONCURRENCY)
+      sw__decide_concurrency(l, &r, t, n, d);
+    else
+      sw__decide_qps(l, &r, t, n, flags, r.threshold, d);
+  }
+  if (d->verdict == SW_VERDICT_BLOCK) sw_node_increase_block_at(&l->node, t, n);
+  return SW_OK;
+}
+
+SW_API int sw_limiter_entry(sw_limiter *l, int64_t n, uint32_t flags, sw_decision *d) {
+  return sw_limiter_entry_at(l, sw_now_ms(), n, flags, d);
+}
+
+SW_API int sw_limiter_exit_at(sw_limiter *l, int64_t t, int64_t rt_ms, int64_t n,
+                              uint32_t flags) {
+  SW__LIMITER_CHECK(l);
+  SW__CHECK_TIME(t);
+  if (sw__unlikely(n < 0 || n > INT32_MAX || rt_ms < 0 || rt_ms > INT32_MAX))
+    return sw__fail(SW_ERANGE, "n=%lld, rt_ms=%lld: both must be in 0..%d", (long long)n,
+                    (long long)rt_ms, INT32_MAX);
+  sw__node_count_exit(&l->node, t, rt_ms, n, flags & SW_EXIT_ERROR);
+  return SW_OK;
+}
+
+SW_API int sw_limiter_exit(sw_limiter *l, int64_t rt_ms, int64_t n, uint32_t flags) {
+  return sw_limiter_exit_at(l, sw_now_ms(), rt_ms, n, flags);
+}
