@@ -5,16 +5,18 @@
 #include "internal.h"
 
 static __thread char sw__errbuf[256];
+static __thread int sw__errcode;
 
 int sw__fail(int err, const char *fmt, ...) {
   va_list ap;
+  sw__errcode = err;
   va_start(ap, fmt);
   vsnprintf(sw__errbuf, sizeof sw__errbuf, fmt, ap);
   va_end(ap);
   return err;
 }
 
-void sw__clear_error(void) { sw__errbuf[0] = '\0'; }
+int sw__last_code(void) { return sw__errcode ? sw__errcode : SW_ENOMEM; }
 
 SW_API const char *sw_last_error(void) { return sw__errbuf; }
 

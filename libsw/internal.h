@@ -16,8 +16,8 @@
 
 /* Record a detail message for sw_last_error() and return err. */
 int sw__fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Clear the thread's detail message (start of a call that may fail). */
-void sw__clear_error(void);
+/* The code of the last sw__fail on this thread (for paths that return NULL). */
+int sw__last_code(void);
 
 /* Round n up to a multiple of the power of two a. */
 static inline uint64_t sw__round_up(uint64_t n, uint64_t a) { return (n + a - 1) & ~(a - 1); }

@@ -106,6 +106,26 @@ int sw__la_block_init(sw__la_block *blk, const sw_bucket_type *type, int32_t sam
   return SW_OK;
 }
 
+int sw__la_check(const sw__la_block *blk, int32_t sample_count, int64_t interval_ms,
+                 uint32_t bucket_size) {
+  if (blk->magic != SW__LA_MAGIC)
+    return sw__fail(SW_EFOREIGN, "not a leap array (magic 0x%08x)", blk->magic);
+  if (blk->layout_version != SW__LA_LAYOUT_VERSION)
+    return sw__fail(SW_EVERSION, "leap array layout version %u, this libsw has %u",
+                    blk->layout_version, SW__LA_LAYOUT_VERSION);
+  uint32_t body = sw__body_size(bucket_size);
+  if (blk->sample_count != sample_count || blk->interval_ms != interval_ms ||
+      blk->window_length_ms != interval_ms / sample_count || blk->body_size != body ||
+      blk->slot_stride != SW_CACHE_LINE + 2u * (uint64_t)body ||
+      blk->slots_offset != sw__slots_offset() ||
+      blk->total_size != sw__la_block_size(sample_count, bucket_size))
+    return sw__fail(SW_ECORRUPT, "leap array header (%d windows, %lld ms, %u-byte bodies) "
+                    "does not match its geometry (%d, %lld, %u)", blk->sample_count,
+                    (long long)blk->interval_ms, blk->body_size, sample_count,
+                    (long long)interval_ms, body);
+  return SW_OK;
+}
+
 int sw__la_bind(sw_leap_array *la, sw__la_block *blk, const sw_bucket_type *type, void *ctx) {
   int rc = sw__bucket_type_copy(&la->vt, type);
   if (rc < 0) return rc;

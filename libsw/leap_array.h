@@ -70,6 +70,10 @@ int sw__la_validate(const sw_bucket_type *type, int32_t sample_count, int64_t in
 /* Initialise a zeroed block of sw__la_block_size() bytes. */
 int sw__la_block_init(sw__la_block *blk, const sw_bucket_type *type, int32_t sample_count,
                       int64_t interval_ms, bool process_shared);
+/* Check that an initialised block has the layout of this geometry
+ * (SW_EFOREIGN / SW_EVERSION / SW_ECORRUPT with a message). */
+int sw__la_check(const sw__la_block *blk, int32_t sample_count, int64_t interval_ms,
+                 uint32_t bucket_size);
 /* Bind a handle to an initialised block (the block is not owned). */
 int sw__la_bind(sw_leap_array *la, sw__la_block *blk, const sw_bucket_type *type, void *ctx);
 /* Copy a vtable, zero-filling members beyond its struct_size. */

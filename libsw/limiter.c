@@ -113,6 +113,14 @@ void sw__limiter_fini(void *mem) {
   sw__node_fini((char *)mem + h->node_off);
 }
 
+int sw__limiter_check(const void *mem, const sw__node_geom *g) {
+  const sw__limiter_hdr *h = mem;
+  if (h->magic != SW__LIMITER_MAGIC || h->node_off != sw__limiter_prefix() ||
+      h->total_size != sw__limiter_size(g))
+    return sw__fail(SW_ECORRUPT, "limiter header does not match its geometry");
+  return sw__node_check((const char *)mem + h->node_off, g);
+}
+
 int sw__limiter_bind(sw_limiter *l, void *mem) {
   sw__limiter_hdr *h = mem;
   memset(l, 0, sizeof *l);
@@ -200,8 +208,9 @@ SW_API int sw_limiter_get_rule(const sw_limiter *l, sw_options *opts) {
 static int64_t sw__cool_down(const sw__rule *r, const sw__limiter_state *st, int64_t now,
                              int64_t pass_qps, int64_t old) {
   int64_t last = atomic_load(&st->last_filled), v = old;
+  int64_t cold = r->cold_factor > 1 ? r->cold_factor : 3; /* a rule read from a segment */
   if (old < r->warning_token ||
-      (old > r->warning_token && pass_qps < (int64_t)r->threshold / r->cold_factor))
+      (old > r->warning_token && pass_qps < (int64_t)r->threshold / cold))
     v = (int64_t)((double)old + (double)(now - last) * r->threshold / 1000.0);
   return v < r->max_token ? v : r->max_token;
 }

@@ -50,5 +50,6 @@ uint64_t sw__limiter_size(const sw__node_geom *g);
 int sw__limiter_init(void *mem, const sw__node_geom *g, const sw__rule *r, bool process_shared);
 void sw__limiter_fini(void *mem);
 int sw__limiter_bind(sw_limiter *l, void *mem);
+int sw__limiter_check(const void *mem, const sw__node_geom *g);
 
 #endif /* SW_LIMITER_H */

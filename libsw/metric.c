@@ -67,6 +67,23 @@ void sw__metric_fini(void *mem) {
     pthread_mutex_destroy(&((sw__la_block *)((char *)mem + h->future_off))->reset_lock);
 }
 
+int sw__metric_check(const void *mem, int32_t sample_count, int64_t interval_ms,
+                     bool occupiable, uint32_t stripes, int64_t max_rt) {
+  const sw__metric_hdr *h = mem;
+  uint32_t bucket = stripes * (uint32_t)sizeof(sw__mb_stripe);
+  if (h->magic != SW__METRIC_MAGIC || h->occupiable != occupiable || h->stripes != stripes ||
+      h->max_rt != max_rt || h->main_off != sw__metric_hdr_size() ||
+      h->future_off != h->main_off + sw__la_block_size(sample_count, bucket) ||
+      h->total_size != sw__metric_size(sample_count, occupiable, stripes))
+    return sw__fail(SW_ECORRUPT, "metric header does not match its geometry");
+  int rc = sw__la_check((const sw__la_block *)((const char *)mem + h->main_off), sample_count,
+                        interval_ms, bucket);
+  if (rc == SW_OK && occupiable)
+    rc = sw__la_check((const sw__la_block *)((const char *)mem + h->future_off), sample_count,
+                      interval_ms, sizeof(sw__mb_stripe));
+  return rc;
+}
+
 int sw__metric_bind(sw_metric *m, void *mem) {
   sw__metric_hdr *h = mem;
   memset(m, 0, sizeof *m);

@@ -32,6 +32,9 @@ uint64_t sw__metric_size(int32_t sample_count, bool occupiable, uint32_t stripes
 /* Initialise a zeroed block of sw__metric_size() bytes. */
 int sw__metric_init(void *mem, int32_t sample_count, int64_t interval_ms, bool occupiable,
                     uint32_t stripes, int64_t max_rt, bool process_shared);
+/* Check a block's layout against the geometry (SW_ECORRUPT ...). */
+int sw__metric_check(const void *mem, int32_t sample_count, int64_t interval_ms,
+                     bool occupiable, uint32_t stripes, int64_t max_rt);
 /* Bind a handle (owned by the caller, not moved afterwards) to a block. */
 int sw__metric_bind(sw_metric *m, void *mem);
 /* Release what sw__metric_init set up in a heap block (not the memory). */

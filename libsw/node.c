@@ -22,6 +22,14 @@ int sw__node_geom_from(const sw_options *opts, sw__node_geom *g) {
   g->minute_n = (int32_t)v;
   sw_options_get(opts, SW_OPT_MINUTE_INTERVAL_MS, &g->minute_interval);
   sw_options_get(opts, SW_OPT_OCCUPY_TIMEOUT_MS, &g->occupy_timeout);
+  return sw__node_geom_validate(g);
+}
+
+int sw__node_geom_validate(const sw__node_geom *g) {
+  if (!sw__is_pow2(g->stripes) || g->stripes > SW__MAX_STRIPES || g->max_rt < 1 ||
+      g->occupy_timeout < 0)
+    return sw__fail(SW_ERANGE, "stripes=%u, max RT %lld, occupy timeout %lld: out of range",
+                    g->stripes, (long long)g->max_rt, (long long)g->occupy_timeout);
   int rc = sw__metric_validate(g->second_n, g->second_interval, g->stripes);
   if (rc < 0) return sw__fail(rc, "per-second array: %s", sw_last_error());
   if ((rc = sw__metric_validate(g->minute_n, g->minute_interval, g->stripes)) < 0)
@@ -57,6 +65,20 @@ void sw__node_fini(void *mem) {
   sw__node_hdr *h = mem;
   sw__metric_fini((char *)mem + h->second_off);
   sw__metric_fini((char *)mem + h->minute_off);
+}
+
+int sw__node_check(const void *mem, const sw__node_geom *g) {
+  const sw__node_hdr *h = mem;
+  if (h->magic != SW__NODE_MAGIC || h->occupy_timeout != g->occupy_timeout ||
+      h->second_off != sw__node_prefix() ||
+      h->minute_off != h->second_off + sw__metric_size(g->second_n, true, g->stripes) ||
+      h->total_size != sw__node_size(g))
+    return sw__fail(SW_ECORRUPT, "node header does not match its geometry");
+  int rc = sw__metric_check((const char *)mem + h->second_off, g->second_n, g->second_interval,
+                            true, g->stripes, g->max_rt);
+  return rc < 0 ? rc
+                : sw__metric_check((const char *)mem + h->minute_off, g->minute_n,
+                                   g->minute_interval, false, g->stripes, g->max_rt);
 }
 
 int sw__node_bind(sw_node *node, void *mem) {

@@ -35,6 +35,9 @@ typedef struct sw__node_geom {
 } sw__node_geom;
 
 int sw__node_geom_from(const sw_options *opts, sw__node_geom *g);
+/* Validate a geometry (from options, or read back from a segment). */
+int sw__node_geom_validate(const sw__node_geom *g);
+int sw__node_check(const void *mem, const sw__node_geom *g);
 uint64_t sw__node_size(const sw__node_geom *g);
 int sw__node_init(void *mem, const sw__node_geom *g, bool process_shared);
 void sw__node_fini(void *mem);

@@ -26,6 +26,9 @@ static const sw__option_info sw__options[] = {
     {SW_OPT_WARM_UP_SEC, "SW_OPT_WARM_UP_SEC", 1, 86400, 10, false},
     {SW_OPT_COLD_FACTOR, "SW_OPT_COLD_FACTOR", 2, 1000, 3, false},
     {SW_OPT_STRICT, "SW_OPT_STRICT", 0, 1, 1, false},
+    {SW_OPT_SEGMENT_MODE, "SW_OPT_SEGMENT_MODE", 0, 0777, 0600, false},
+    {SW_OPT_SEGMENT_UID, "SW_OPT_SEGMENT_UID", -1, INT32_MAX, -1, false},
+    {SW_OPT_SEGMENT_GID, "SW_OPT_SEGMENT_GID", -1, INT32_MAX, -1, false},
 };
 #define SW__OPTION_COUNT (sizeof sw__options / sizeof sw__options[0])
 

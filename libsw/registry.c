@@ -56,8 +56,21 @@ int sw__registry_init(void *mem, uint32_t capacity, const sw__node_geom *g, cons
   return SW_OK;
 }
 
-int sw__registry_bind(sw_registry *r, void *mem) {
+int sw__registry_bind(sw_registry *r, void *mem, uint64_t size) {
   sw__registry_hdr *h = mem;
+  if (h->magic != SW__REGISTRY_MAGIC)
+    return sw__fail(SW_ECORRUPT, "registry header has magic 0x%08x", h->magic);
+  if (sw__node_geom_validate(&h->geom) < 0)
+    return sw__fail(SW_ECORRUPT, "registry geometry is invalid: %s", sw_last_error());
+  if (h->capacity == 0 || h->capacity > (1u << 24) || h->index_size != sw__index_size(h->capacity) ||
+      h->block_size != sw__limiter_size(&h->geom) ||
+      h->total_size != sw__registry_size(h->capacity, &h->geom) || h->total_size > size ||
+      h->index_off != sw__round_up(sizeof(sw__registry_hdr), SW_CACHE_LINE) ||
+      h->blocks_off != h->total_size - (uint64_t)h->capacity * h->block_size ||
+      atomic_load(&h->count) > h->capacity)
+    return sw__fail(SW_ECORRUPT, "registry header describes a layout that does not fit "
+                    "(capacity %u, %llu of %llu bytes)", h->capacity,
+                    (unsigned long long)h->total_size, (unsigned long long)size);
   r->hdr = h;
   r->index = (sw__entry *)((char *)mem + h->index_off);
   r->blocks = (unsigned char *)mem + h->blocks_off;
@@ -93,7 +106,7 @@ SW_API int sw_registry_create(sw_registry **out, uint32_t capacity, const sw_opt
   }
   memset(mem, 0, size);
   if ((rc = sw__registry_init(mem, capacity, &g, &rule, false)) < 0 ||
-      (rc = sw__registry_bind(r, mem)) < 0) {
+      (rc = sw__registry_bind(r, mem, size)) < 0) {
     free(r);
     free(mem);
     return rc;
@@ -104,7 +117,7 @@ SW_API int sw_registry_create(sw_registry **out, uint32_t capacity, const sw_opt
 }
 
 SW_API void sw_registry_free(sw_registry *r) {
-  if (r == NULL) return;
+  if (r == NULL || r->shared) return; /* a segment's registry belongs to the segment */
   if (r->owns_block) {
     for (uint32_t i = 0; i < atomic_load(&r->hdr->count); i++)
       sw__limiter_fini(r->blocks + (uint64_t)i * r->hdr->block_size);
@@ -128,9 +141,13 @@ static sw_limiter *sw__handle(sw_registry *r, uint32_t i) {
   sw_limiter *l = atomic_load_explicit(&r->handles[i], memory_order_acquire);
   if (l) return l;
   sw_limiter *mine = malloc(sizeof *mine);
-  if (mine == NULL || sw__limiter_bind(mine, r->blocks + (uint64_t)i * r->hdr->block_size)) {
-    free(mine);
+  if (mine == NULL) {
     sw__fail(SW_ENOMEM, "limiter handle");
+    return NULL;
+  }
+  void *mem = r->blocks + (uint64_t)i * r->hdr->block_size;
+  if (sw__limiter_check(mem, &r->hdr->geom) < 0 || sw__limiter_bind(mine, mem) < 0) {
+    free(mine);
     return NULL;
   }
   if (atomic_compare_exchange_strong(&r->handles[i], &l, mine)) return mine;
@@ -143,18 +160,22 @@ static sw__entry *sw__probe(sw_registry *r, const char *name, uint32_t hash, uin
                             bool *busy) {
   const uint32_t mask = r->hdr->index_size - 1;
   *busy = false;
-  for (uint32_t i = hash & mask;; i = (i + 1) & mask) {
+  for (uint32_t i = hash & mask, n = 0; n <= mask; i = (i + 1) & mask, n++) {
     sw__entry *e = &r->index[i];
     uint32_t st = atomic_load_explicit(&e->state, memory_order_acquire);
     if (st == SW__ENTRY_EMPTY) {
       *empty = i;
       return NULL;
     }
+    if (e->block >= r->hdr->capacity || memchr(e->name, 0, sizeof e->name) == NULL)
+      continue; /* a corrupt entry (shared segment): never matches */
     if (e->hash == hash && strcmp(e->name, name) == 0) {
       if (st == SW__ENTRY_READY) return e;
       *busy = true; /* being inserted (or its inserter died): take the lock */
     }
   }
+  *empty = UINT32_MAX; /* no empty slot: only possible in a corrupt index */
+  return NULL;
 }
 
 static int sw__lock(pthread_mutex_t *m, sw_registry *r);
@@ -169,7 +190,7 @@ SW_API int sw_registry_find(sw_registry *r, const char *name, sw_limiter **out) 
   bool busy;
   sw__entry *e = sw__probe(r, name, sw__hash(name), &empty, &busy);
   if (e == NULL) return 0;
-  return (*out = sw__handle(r, e->block)) ? 1 : SW_ENOMEM;
+  return (*out = sw__handle(r, e->block)) ? 1 : sw__last_code();
 }
 
 /* Finish entries whose inserter died: their blocks were never published. */
@@ -179,7 +200,7 @@ static void sw__recover(sw_registry *r) {
     if (atomic_load(&e->state) != SW__ENTRY_BUSY) continue;
     void *mem = r->blocks + (uint64_t)e->block * r->hdr->block_size;
     memset(mem, 0, r->hdr->block_size);
-    if (sw__limiter_init(mem, &r->hdr->geom, &r->hdr->rule, !r->owns_block) == SW_OK)
+    if (sw__limiter_init(mem, &r->hdr->geom, &r->hdr->rule, r->shared) == SW_OK)
       atomic_store_explicit(&e->state, SW__ENTRY_READY, memory_order_release);
   }
 }
@@ -197,13 +218,19 @@ static int sw__lock(pthread_mutex_t *m, sw_registry *r) {
 SW_API int sw_registry_get(sw_registry *r, const char *name, sw_limiter **out) {
   int rc = sw_registry_find(r, name, out);
   if (rc != 0) return rc < 0 ? rc : SW_OK;
+  if (r->readonly)
+    return sw__fail(SW_EPERM, "%s is not in the registry, which is attached read-only", name);
   if ((rc = sw__lock(&r->hdr->insert_lock, r)) < 0) return rc;
   uint32_t hash = sw__hash(name), empty;
   bool busy;
   sw__entry *e = sw__probe(r, name, hash, &empty, &busy); /* again, under the lock */
   if (e == NULL) {
     uint32_t block = atomic_load(&r->hdr->count);
-    if (block == r->hdr->capacity) {
+    if (empty == UINT32_MAX) {
+      pthread_mutex_unlock(&r->hdr->insert_lock);
+      return sw__fail(SW_ECORRUPT, "registry index has no free slot for %u names", block);
+    }
+    if (block >= r->hdr->capacity) {
       pthread_mutex_unlock(&r->hdr->insert_lock);
       return sw__fail(SW_EFULL, "registry is full: %u of %u names taken, %s not added", block,
                       r->hdr->capacity, name);
@@ -215,14 +242,14 @@ SW_API int sw_registry_get(sw_registry *r, const char *name, sw_limiter **out) {
     atomic_store(&e->state, SW__ENTRY_BUSY);
     atomic_store(&r->hdr->count, block + 1);
     void *mem = r->blocks + (uint64_t)block * r->hdr->block_size;
-    if ((rc = sw__limiter_init(mem, &r->hdr->geom, &r->hdr->rule, !r->owns_block)) < 0) {
+    if ((rc = sw__limiter_init(mem, &r->hdr->geom, &r->hdr->rule, r->shared)) < 0) {
       pthread_mutex_unlock(&r->hdr->insert_lock);
       return rc;
     }
     atomic_store_explicit(&e->state, SW__ENTRY_READY, memory_order_release);
   }
   pthread_mutex_unlock(&r->hdr->insert_lock);
-  return (*out = sw__handle(r, e->block)) ? SW_OK : SW_ENOMEM;
+  return (*out = sw__handle(r, e->block)) ? SW_OK : sw__last_code();
 }
 
 SW_API uint32_t sw_registry_capacity(const sw_registry *r) { return r ? r->hdr->capacity : 0; }
@@ -240,7 +267,7 @@ SW_API int sw_registry_at(sw_registry *r, uint32_t i, sw_limiter **out, const ch
     if (atomic_load_explicit(&e->state, memory_order_acquire) == SW__ENTRY_READY &&
         e->block == i) {
       if (name) *name = e->name;
-      if (out && (*out = sw__handle(r, i)) == NULL) return SW_ENOMEM;
+      if (out && (*out = sw__handle(r, i)) == NULL) return sw__last_code();
       return SW_OK;
     }
   }

@@ -45,13 +45,17 @@ struct sw_registry {
   sw__entry *index;
   unsigned char *blocks;
   sw_limiter *_Atomic *handles; /* per block, bound on first use */
-  bool owns_block;
+  bool owns_block; /* heap registry: the block is ours to free */
+  bool shared;     /* the block is in a shared segment (process-shared locks) */
+  bool readonly;   /* mapped read-only: no inserts, no rule changes */
 };
 
 uint64_t sw__registry_size(uint32_t capacity, const sw__node_geom *g);
 int sw__registry_init(void *mem, uint32_t capacity, const sw__node_geom *g, const sw__rule *r,
                       bool process_shared);
-int sw__registry_bind(sw_registry *r, void *mem);
+/* Bind a handle to an initialised block of size bytes, checking that its
+ * header describes a layout that fits (SW_ECORRUPT otherwise). */
+int sw__registry_bind(sw_registry *r, void *mem, uint64_t size);
 /* Release the handles (not the block). */
 void sw__registry_unbind(sw_registry *r);
 

@@ -128,7 +128,11 @@ typedef enum sw_option {
   SW_OPT_MAX_QUEUE_MS = 12,  /* pacing: longest queueing time (default 500) */
   SW_OPT_WARM_UP_SEC = 13,   /* warm-up period in seconds (default 10) */
   SW_OPT_COLD_FACTOR = 14,   /* warm-up cold factor, integer > 1 (default 3) */
-  SW_OPT_STRICT = 15         /* 1: check-and-count is atomic (default); 0: Sentinel's check-then-add */
+  SW_OPT_STRICT = 15,        /* 1: check-and-count is atomic (default); 0: Sentinel's check-then-add */
+  /* shared segment */
+  SW_OPT_SEGMENT_MODE = 16,  /* file mode of a new segment (default 0600) */
+  SW_OPT_SEGMENT_UID = 17,   /* owner of a new segment, -1: the creator (default) */
+  SW_OPT_SEGMENT_GID = 18    /* group of a new segment, -1: the creator's (default) */
 } sw_option;
 
 SW_API int sw_options_create(sw_options **out);
@@ -561,6 +565,34 @@ SW_API uint32_t sw_registry_capacity(const sw_registry *r);
 SW_API uint32_t sw_registry_count(const sw_registry *r);
 /* The i-th limiter in creation order (i < count) and its name (borrowed). */
 SW_API int sw_registry_at(sw_registry *r, uint32_t i, sw_limiter **out, const char **name);
+
+/* ---------------------------------------------------------------- segment */
+
+/* A registry in shared memory, attached by many processes, which update the
+ * same limiters exactly (see docs/shared-memory.md). name: a POSIX shared
+ * memory object if it has no '/' (it appears in /dev/shm), else a file path.
+ * The capacity and the options (node geometry, default rule, SW_OPT_SEGMENT_*
+ * for a new segment) must match an existing segment: SW_EGEOMETRY if not.
+ * Errors for what is found: SW_ENOTFOUND (no segment, no SW_SEGMENT_CREATE),
+ * SW_EFOREIGN (not a libsw segment), SW_EVERSION (laid out by another libsw),
+ * SW_ECORRUPT (truncated, bad checksum, bad header), SW_EPERM, SW_EIO. A
+ * segment written before the last reboot is reset: its times are stale. */
+typedef struct sw_segment sw_segment;
+#define SW_SEGMENT_CREATE 0x1u   /* create it if it does not exist */
+#define SW_SEGMENT_RESET 0x2u    /* replace any existing segment by a new one (implies CREATE);
+                                    processes attached to the old one keep it */
+#define SW_SEGMENT_READONLY 0x4u /* attach for reading only, whatever its geometry */
+
+SW_API int sw_segment_open(sw_segment **out, const char *name, uint32_t capacity,
+                           const sw_options *opts, uint32_t flags);
+/* Unmap (the segment itself stays for other processes and later opens). */
+SW_API void sw_segment_close(sw_segment *seg);
+/* Remove a segment's name; processes attached keep their mapping. */
+SW_API int sw_segment_unlink(const char *name);
+/* The segment's registry (borrowed; sw_registry_free ignores it). */
+SW_API sw_registry *sw_segment_registry(sw_segment *seg);
+SW_API const char *sw_segment_name(const sw_segment *seg);
+SW_API int64_t sw_segment_size(const sw_segment *seg);
 
 #ifdef __cplusplus
 }
