@@ -87,10 +87,8 @@ SW_API int sw_plugin_load(const char *path, uint32_t *registered) {
     sw_bucket_type copy;
     int rc = sw__bucket_type_copy(&copy, types[i]);
     if (rc < 0) {
-      char why[200];
-      snprintf(why, sizeof why, "%s", sw_last_error());
       dlclose(so);
-      return sw__fail(rc, "plugin %s, type %u: %s", path, i, why);
+      return sw__fail(rc, "plugin %s, type %u: %s", path, i, sw_last_error());
     }
   }
   uint32_t done = 0;

@@ -1,6 +1,7 @@
 /* Error codes (one X-macro table in <sw/sw.h>) and per-thread detail messages. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -8,11 +9,14 @@ static __thread char sw__errbuf[256];
 static __thread int sw__errcode;
 
 int sw__fail(int err, const char *fmt, ...) {
+  /* Format aside first: the arguments may include sw_last_error() itself. */
+  char msg[sizeof sw__errbuf];
   va_list ap;
-  sw__errcode = err;
   va_start(ap, fmt);
-  vsnprintf(sw__errbuf, sizeof sw__errbuf, fmt, ap);
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  memcpy(sw__errbuf, msg, sizeof msg);
+  sw__errcode = err;
   return err;
 }
 

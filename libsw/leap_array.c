@@ -114,7 +114,8 @@ int sw__la_check(const sw__la_block *blk, int32_t sample_count, int64_t interval
     return sw__fail(SW_EVERSION, "leap array layout version %u, this libsw has %u",
                     blk->layout_version, SW__LA_LAYOUT_VERSION);
   uint32_t body = sw__body_size(bucket_size);
-  if (blk->sample_count != sample_count || blk->interval_ms != interval_ms ||
+  if (sample_count <= 0 || interval_ms <= 0 || interval_ms % sample_count != 0 ||
+      blk->sample_count != sample_count || blk->interval_ms != interval_ms ||
       blk->window_length_ms != interval_ms / sample_count || blk->body_size != body ||
       blk->slot_stride != SW_CACHE_LINE + 2u * (uint64_t)body ||
       blk->slots_offset != sw__slots_offset() ||
@@ -164,6 +165,55 @@ SW_API int sw_leap_array_create(sw_leap_array **out, const sw_bucket_type *type,
     return rc;
   }
   la->owns_block = true;
+  *out = la;
+  return SW_OK;
+}
+
+SW_API int64_t sw_leap_array_layout_size(const sw_bucket_type *type, int32_t sample_count,
+                                         int64_t interval_ms) {
+  sw_bucket_type vt;
+  int rc = sw__bucket_type_copy(&vt, type);
+  if (rc < 0 || (rc = sw__la_validate(&vt, sample_count, interval_ms)) < 0) return rc;
+  return (int64_t)sw__la_block_size(sample_count, vt.bucket_size);
+}
+
+SW_API int sw_leap_array_init_at(void *mem, uint64_t size, const sw_bucket_type *type,
+                                 int32_t sample_count, int64_t interval_ms, uint32_t flags) {
+  SW__CHECK_NULL(mem, "memory");
+  int64_t need = sw_leap_array_layout_size(type, sample_count, interval_ms);
+  if (need < 0) return (int)need;
+  if ((uintptr_t)mem % SW_CACHE_LINE != 0)
+    return sw__fail(SW_EINVAL, "memory at %p is not 64-byte aligned", mem);
+  if (size < (uint64_t)need)
+    return sw__fail(SW_ESIZE, "%llu bytes given, the array needs %lld",
+                    (unsigned long long)size, (long long)need);
+  memset(mem, 0, (size_t)need);
+  return sw__la_block_init(mem, type, sample_count, interval_ms, flags & SW_LEAP_ARRAY_SHARED);
+}
+
+SW_API int sw_leap_array_attach(sw_leap_array **out, void *mem, uint64_t size,
+                                const sw_bucket_type *type, void *ctx) {
+  SW__CHECK_NULL(out, "out");
+  *out = NULL;
+  SW__CHECK_NULL(mem, "memory");
+  SW__CHECK_NULL(type, "bucket type");
+  const sw__la_block *blk = mem;
+  if (size < sizeof *blk)
+    return sw__fail(SW_ECORRUPT, "%llu bytes cannot hold a leap array header",
+                    (unsigned long long)size);
+  if (blk->magic == SW__LA_MAGIC && blk->total_size > size)
+    return sw__fail(SW_ECORRUPT, "the array needs %llu bytes, %llu given",
+                    (unsigned long long)blk->total_size, (unsigned long long)size);
+  int rc = blk->magic == SW__LA_MAGIC && blk->sample_count > 0
+               ? sw__la_check(blk, blk->sample_count, blk->interval_ms, type->bucket_size)
+               : sw__fail(SW_EFOREIGN, "not a leap array (magic 0x%08x)", blk->magic);
+  if (rc < 0) return rc;
+  sw_leap_array *la = calloc(1, sizeof *la);
+  if (la == NULL) return sw__fail(SW_ENOMEM, "leap array handle");
+  if ((rc = sw__la_bind(la, mem, type, ctx)) < 0) {
+    free(la);
+    return rc;
+  }
   *out = la;
   return SW_OK;
 }

@@ -60,15 +60,16 @@ static void sw__rule_store(sw__limiter_hdr *h, const sw__rule *r) {
   atomic_store_explicit(&h->rule_seq, seq + 1, memory_order_release);
 }
 
-/* Load the rule; the reject behaviour needs only its first words. */
-static void sw__rule_load(const sw__limiter_hdr *h, sw__rule *r) {
+/* Load the rule; the reject behaviour needs only its first words unless
+ * full is set. */
+static void sw__rule_load_ex(const sw__limiter_hdr *h, sw__rule *r, bool full) {
   enum { HOT = 3 }; /* grade, behavior, strict, cold_factor, threshold */
   uint64_t w[SW__RULE_WORDS], seq;
   do {
     seq = atomic_load_explicit(&h->rule_seq, memory_order_acquire);
     for (int i = 0; i < HOT; i++) w[i] = atomic_load_explicit(&h->rule[i], memory_order_relaxed);
     memcpy(r, w, HOT * sizeof w[0]);
-    int words = r->behavior == SW_BEHAVIOR_REJECT ? HOT : SW__RULE_WORDS;
+    int words = r->behavior == SW_BEHAVIOR_REJECT && !full ? HOT : SW__RULE_WORDS;
     for (int i = HOT; i < words; i++)
       w[i] = atomic_load_explicit(&h->rule[i], memory_order_relaxed);
     memcpy(r, w, (size_t)words * sizeof w[0]);
@@ -76,6 +77,8 @@ static void sw__rule_load(const sw__limiter_hdr *h, sw__rule *r) {
   } while ((seq & 1) ||
            seq != atomic_load_explicit(&h->rule_seq, memory_order_relaxed));
 }
+
+static void sw__rule_load(const sw__limiter_hdr *h, sw__rule *r) { sw__rule_load_ex(h, r, false); }
 
 /* ---------------------------------------------------------------- layout */
 
@@ -176,7 +179,7 @@ SW_API int sw_limiter_set_rule(sw_limiter *l, const sw_options *opts) {
     pthread_mutex_consistent(&l->hdr->rule_lock);
   else if (rc != 0)
     return sw__fail(SW_ESTATE, "rule lock unusable: %s", strerror(rc));
-  sw__rule_load(l->hdr, &old);
+  sw__rule_load_ex(l->hdr, &old, true);
   if (old.behavior != r.behavior) { /* a new controller, as Sentinel builds one */
     atomic_store(&l->st->latest_passed, -1);
     atomic_store(&l->st->stored_tokens, 0);
@@ -191,7 +194,7 @@ SW_API int sw_limiter_get_rule(const sw_limiter *l, sw_options *opts) {
   SW__LIMITER_CHECK(l);
   SW__CHECK_NULL(opts, "options");
   sw__rule r;
-  sw__rule_load(l->hdr, &r);
+  sw__rule_load_ex(l->hdr, &r, true);
   sw_options_set(opts, SW_OPT_GRADE, r.grade);
   sw_options_set(opts, SW_OPT_BEHAVIOR, r.behavior);
   sw_options_set(opts, SW_OPT_STRICT, r.strict);
@@ -205,9 +208,9 @@ SW_API int sw_limiter_get_rule(const sw_limiter *l, sw_options *opts) {
 /* --------------------------------------------------------------- warm-up */
 
 /* Sentinel's WarmUpController.coolDownTokens and syncToken. */
-static int64_t sw__cool_down(const sw__rule *r, const sw__limiter_state *st, int64_t now,
-                             int64_t pass_qps, int64_t old) {
-  int64_t last = atomic_load(&st->last_filled), v = old;
+static int64_t sw__cool_down(const sw__rule *r, int64_t last, int64_t now, int64_t pass_qps,
+                             int64_t old) {
+  int64_t v = old;
   int64_t cold = r->cold_factor > 1 ? r->cold_factor : 3; /* a rule read from a segment */
   if (old < r->warning_token ||
       (old > r->warning_token && pass_qps < (int64_t)r->threshold / cold))
@@ -215,17 +218,18 @@ static int64_t sw__cool_down(const sw__rule *r, const sw__limiter_state *st, int
   return v < r->max_token ? v : r->max_token;
 }
 
+/* One refill per second: the thread that moves last_filled to this second
+ * does it (Sentinel swaps the tokens first and can refill twice). */
 static void sw__sync_token(const sw__rule *r, sw__limiter_state *st, int64_t t,
                            int64_t pass_qps) {
-  int64_t now = t - t % 1000;
-  if (now <= atomic_load(&st->last_filled)) return;
+  int64_t now = t - t % 1000, last = atomic_load(&st->last_filled);
+  if (now <= last || !atomic_compare_exchange_strong(&st->last_filled, &last, now)) return;
   int64_t old = atomic_load(&st->stored_tokens);
-  int64_t v = sw__cool_down(r, st, now, pass_qps, old);
-  if (atomic_compare_exchange_strong(&st->stored_tokens, &old, v)) {
-    if (atomic_fetch_sub(&st->stored_tokens, pass_qps) - pass_qps < 0)
-      atomic_store(&st->stored_tokens, 0);
-    atomic_store(&st->last_filled, now);
-  }
+  int64_t v;
+  do {
+    v = sw__cool_down(r, last, now, pass_qps, old) - pass_qps;
+    if (v < 0) v = 0;
+  } while (!atomic_compare_exchange_weak(&st->stored_tokens, &old, v));
 }
 
 /* The QPS the warm-up allows now (the threshold once warm). */
@@ -239,30 +243,26 @@ static double sw__warm_qps(const sw__rule *r, sw_limiter *l, int64_t t) {
 
 /* ------------------------------------------------------------- decisions */
 
-/* When a QPS check at t with limit would pass again: the time the oldest
- * windows of the interval leave it and take enough passes with them. */
+/* When a QPS check of n units against limit, blocked at t, would pass: the
+ * first window boundary at which the interval (with the passes borrowed
+ * into its coming windows) leaves room. */
 static int64_t sw__retry_after(sw_limiter *l, int64_t t, int64_t n, double limit) {
   if ((double)n > limit) return -1;
   const sw_metric *sec = &l->node.second;
   const double isec = (double)sec->la.interval / 1000.0;
-  sw_metric_record w[64], *all = w;
-  uint32_t cap = (uint32_t)sec->la.n;
-  if (cap > 64 && (all = malloc(cap * sizeof *all)) == NULL) return sec->la.wl;
-  int count = sw_metric_details_at(sec, t, all, cap);
-  int64_t pass = 0, retry = sec->la.wl - t % sec->la.wl;
-  for (int i = 0; i < count; i++) pass += all[i].pass;
-  for (int i = 0; i < count; i++) {
-    pass -= all[i].pass;
-    retry = all[i].start_ms + sec->la.interval - t;
-    if ((double)(int64_t)((double)pass / isec) + (double)n <= limit) break;
+  const int64_t wl = sec->la.wl, first = t - t % wl + wl;
+  int64_t at = first;
+  for (int32_t k = 0; k < 2 * sec->la.n; k++, at += wl) {
+    int64_t pass = sw_metric_pass_at(sec, at);
+    if (pass >= 0 && (double)(int64_t)((double)pass / isec) + (double)n <= limit) break;
   }
-  if (all != w) free(all);
-  return retry > 0 ? retry : 1;
+  return at - t;
 }
 
-static int64_t sw__floor_left(double limit, double used) {
-  double left = floor(limit) - used;
-  return left > 0 ? (int64_t)left : 0;
+/* Whole units left under limit (>= 0) once used are taken. */
+static inline int64_t sw__floor_left(double limit, int64_t used) {
+  int64_t whole = limit < (double)INT64_MAX ? (int64_t)limit : INT64_MAX; /* limit >= 0 */
+  return whole > used ? whole - used : 0;
 }
 
 /* Reject behaviour (and warm-up, with its current limit) on the QPS grade. */
@@ -272,13 +272,12 @@ static void sw__decide_qps(sw_limiter *l, const sw__rule *r, int64_t t, int64_t 
   const double isec = (double)l->node.second.la.interval / 1000.0;
   if (sw__metric_admit(&l->node.second, t, n, limit, r->strict, &pass)) {
     sw__node_count_pass(&l->node, t, n, true, true);
-    d->remaining = sw__floor_left(limit, (double)(int64_t)((double)(pass + n) / isec));
+    d->remaining = sw__floor_left(limit, (int64_t)((double)(pass + n) / isec));
     return;
   }
   if ((flags & SW_ENTRY_PRIORITIZED) && r->behavior == SW_BEHAVIOR_REJECT) {
-    int64_t wait = sw_node_try_occupy_next_at(&l->node, t, n, r->threshold);
-    if (wait >= 0 && wait < l->node.hdr->occupy_timeout) {
-      sw_node_add_waiting(&l->node, t + wait, n);
+    int64_t wait = sw__node_borrow(&l->node, t, n, r->threshold, r->strict);
+    if (wait < l->node.hdr->occupy_timeout) {
       sw_node_add_occupied_pass_at(&l->node, t, n);
       atomic_fetch_add_explicit(&l->node.live->concurrency, 1, memory_order_relaxed);
       d->verdict = SW_VERDICT_WAIT;
@@ -289,7 +288,7 @@ static void sw__decide_qps(sw_limiter *l, const sw__rule *r, int64_t t, int64_t 
   }
   d->verdict = SW_VERDICT_BLOCK;
   d->retry_after_ms = sw__retry_after(l, t, n, limit);
-  d->remaining = sw__floor_left(limit, (double)(int64_t)((double)pass / isec));
+  d->remaining = sw__floor_left(limit, (int64_t)((double)pass / isec));
 }
 
 static void sw__decide_concurrency(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n,
@@ -302,7 +301,7 @@ static void sw__decide_concurrency(sw_limiter *l, const sw__rule *r, int64_t t, 
       /* Nothing says when a request will finish: suggest the average RT. */
       double rt = sw_node_avg_rt_at(&l->node, t);
       d->retry_after_ms = (double)n > r->threshold ? -1 : rt >= 1 ? (int64_t)ceil(rt) : 1;
-      d->remaining = sw__floor_left(r->threshold, (double)c);
+      d->remaining = sw__floor_left(r->threshold, c);
       return;
     }
     if (!r->strict) {
@@ -315,7 +314,7 @@ static void sw__decide_concurrency(sw_limiter *l, const sw__rule *r, int64_t t, 
       break;
     }
   }
-  d->remaining = sw__floor_left(r->threshold, (double)(c + 1));
+  d->remaining = sw__floor_left(r->threshold, c + 1);
 }
 
 /* Pacing (RateLimiterController): admissions spaced cost ms apart, queueing

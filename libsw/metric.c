@@ -166,6 +166,20 @@ SW_API double sw_metric_interval_sec(const sw_metric *m) {
  * when max is set). If cur is not NULL it receives the body of t's window
  * when the slot already holds it (the add of a check-then-add); skip_word
  * leaves that body's stripe 0 out of the sum (strict admission). */
+/* Passes borrowed for the window starting at start that no main window
+ * holds yet (the carry happens at the window's first write; Sentinel's reads
+ * refresh the window first, libsw's read the borrow array instead). */
+static int64_t sw__borrowed_for(const sw_metric *m, uint32_t slot, int64_t start) {
+  sw__la_slot *s = sw__la_slot_at(&m->future, slot);
+  for (;;) {
+    uint64_t seq;
+    int64_t fstart;
+    if (!sw__la_active(s, &seq, &fstart) || fstart != start) return 0;
+    int64_t v = sw__mb_get(&m->fcfg, sw__la_body(&m->future, s, (seq >> 1) & 1), SW_EVENT_PASS);
+    if (sw__la_still_valid(s, seq)) return v;
+  }
+}
+
 static inline __attribute__((always_inline)) int64_t sw__fold_ex(const sw_metric *m, int64_t t,
                                                                  sw_event ev, bool max,
                                                                  void **cur, bool skip_word) {
@@ -174,26 +188,34 @@ static inline __attribute__((always_inline)) int64_t sw__fold_ex(const sw_metric
   const sw_leap_array *la = &m->la;
   const uint32_t n = (uint32_t)la->n, stripes = m->cfg.stripes, body_size = la->body_size;
   const uint64_t stride = la->stride;
+  const bool borrows = ev == SW_EVENT_PASS && m->hdr->occupiable;
   unsigned char *slot = la->slots;
-  const int64_t wid = t / la->wl, ws = wid * la->wl, lo = sw__la_range_lo(la, ws);
+  const int64_t wl = la->wl, wid = t / wl, ws = wid * wl;
+  const uint32_t cur_idx = (uint32_t)(wid % n);
   int64_t acc = 0;
   for (uint32_t i = 0; i < n; i++, slot += stride) {
+    /* The window of the interval that lives in slot i starts at `want`. */
+    const int64_t back = (int64_t)((cur_idx + n - i) % n), want = ws - back * wl;
+    if (want < 0) continue;
     sw__la_slot *s = (sw__la_slot *)slot;
     for (;;) {
       uint64_t seq;
-      int64_t start;
-      if (!sw__la_active(s, &seq, &start) || start > ws || start < lo) break;
-      void *body = slot + SW_CACHE_LINE + ((seq >> 1) & 1) * body_size;
-      int64_t v;
-      if (skip_word && start == ws) { /* all but stripe 0 (the strict CAS word) */
-        v = 0;
-        for (uint32_t k = 1; k < stripes; k++)
-          v += atomic_load_explicit(&((sw__mb_stripe *)body)[k].c[ev], memory_order_relaxed);
+      int64_t start, v;
+      if (!sw__la_active(s, &seq, &start) || start != want) {
+        if (!borrows) break;
+        v = sw__borrowed_for(m, i, want);
       } else {
-        v = sw__mb_sum(stripes, body, ev);
+        void *body = slot + SW_CACHE_LINE + ((seq >> 1) & 1) * body_size;
+        if (skip_word && start == ws) { /* all but stripe 0 (the strict CAS word) */
+          v = 0;
+          for (uint32_t k = 1; k < stripes; k++)
+            v += atomic_load_explicit(&((sw__mb_stripe *)body)[k].c[ev], memory_order_relaxed);
+        } else {
+          v = sw__mb_sum(stripes, body, ev);
+        }
+        if (sw__unlikely(!sw__la_still_valid(s, seq))) continue;
+        if (cur && start == ws) *cur = body;
       }
-      if (sw__unlikely(!sw__la_still_valid(s, seq))) continue;
-      if (cur && start == ws) *cur = body;
       acc = max ? (v > acc ? v : acc) : sw__sat_add(acc, v);
       break;
     }

@@ -256,6 +256,9 @@ SW_API int sw_node_increase_exception_at(sw_node *node, int64_t t, int64_t n) {
   return sw__both(node, t, SW_EVENT_EXCEPTION, n);
 }
 SW_API int sw_node_add_rt_and_success_at(sw_node *node, int64_t t, int64_t rt_ms, int64_t n) {
+  if (rt_ms < 0 || rt_ms > INT32_MAX || n < 0 || n > INT32_MAX) /* nothing counted on error */
+    return sw__fail(SW_ERANGE, "n=%lld, rt_ms=%lld: both must be in 0..%d", (long long)n,
+                    (long long)rt_ms, INT32_MAX);
   int rc = sw__both(node, t, SW_EVENT_SUCCESS, n);
   return rc < 0 ? rc : sw__both(node, t, SW_EVENT_RT, rt_ms);
 }
@@ -306,6 +309,30 @@ SW_API int64_t sw_node_try_occupy_next_at(const sw_node *node, int64_t t, int64_
     pass -= window_pass;
   }
   return timeout;
+}
+
+int64_t sw__node_borrow(sw_node *node, int64_t t, int64_t n, double threshold, bool strict) {
+  const int64_t timeout = node->hdr->occupy_timeout;
+  for (;;) {
+    int64_t wait = sw_node_try_occupy_next_at(node, t, n, threshold);
+    if (wait < 0 || wait >= timeout) return timeout;
+    sw__mb_stripe *st = strict ? sw__la_current_body(&node->second.future, t + wait) : NULL;
+    if (st == NULL) { /* fast mode, or a detached future window */
+      sw_metric_add_waiting(&node->second, t + wait, n);
+      return wait;
+    }
+    _Atomic int64_t *word = &st->c[SW_EVENT_PASS];
+    int64_t c = atomic_load_explicit(word, memory_order_relaxed);
+    if (c & SW__SEALED) { /* that window is already current: add there */
+      sw_metric_add_waiting(&node->second, t + wait, n);
+      return wait;
+    }
+    /* Decide again with the word as read: a CAS from it proves nothing changed. */
+    if (sw_node_try_occupy_next_at(node, t, n, threshold) != wait) continue;
+    if (atomic_compare_exchange_strong_explicit(word, &c, c + n, memory_order_relaxed,
+                                                memory_order_relaxed))
+      return wait;
+  }
 }
 
 /* ---------------------------------------------------------------- export */

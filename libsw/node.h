@@ -48,6 +48,11 @@ int sw__node_bind(sw_node *node, void *mem);
  * flight, unless the admission already did. */
 void sw__node_count_pass(sw_node *node, int64_t t, int64_t n, bool second_counted,
                          bool in_flight);
+/* tryOccupyNext and addWaiting together: borrow n units for a coming
+ * window if threshold allows; returns the wait, or the occupy timeout when
+ * refused. strict: borrowers of one window reserve with one CAS on its
+ * PASS word, re-checking after every change. */
+int64_t sw__node_borrow(sw_node *node, int64_t t, int64_t n, double threshold, bool strict);
 /* The end of a request at t in both arrays (the limiter's exit). */
 void sw__node_count_exit(sw_node *node, int64_t t, int64_t rt, int64_t n, bool error);
 

@@ -191,6 +191,23 @@ SW_API int sw_leap_array_create_by_name(sw_leap_array **out, const char *type_na
                                         int64_t interval_ms);
 SW_API void sw_leap_array_free(sw_leap_array *la);
 
+/* Placing an array in memory of the caller's (e.g. a MAP_SHARED mapping
+ * shared by forked processes). The layout is position-independent: each
+ * process attaches at its own address. */
+/* Bytes needed, or a negative code for a bad type or geometry. */
+SW_API int64_t sw_leap_array_layout_size(const sw_bucket_type *type, int32_t sample_count,
+                                         int64_t interval_ms);
+#define SW_LEAP_ARRAY_SHARED 0x1u /* the memory is shared between processes */
+/* Initialise an array in mem (64-byte aligned, size >= layout_size bytes;
+ * the memory is zeroed first). */
+SW_API int sw_leap_array_init_at(void *mem, uint64_t size, const sw_bucket_type *type,
+                                 int32_t sample_count, int64_t interval_ms, uint32_t flags);
+/* A handle on the array initialised at mem (by any process), checked
+ * against the type and its own header: SW_EFOREIGN, SW_EVERSION,
+ * SW_ECORRUPT. sw_leap_array_free releases the handle, not the memory. */
+SW_API int sw_leap_array_attach(sw_leap_array **out, void *mem, uint64_t size,
+                                const sw_bucket_type *type, void *ctx);
+
 SW_API int32_t sw_leap_array_sample_count(const sw_leap_array *la);
 SW_API int64_t sw_leap_array_interval_ms(const sw_leap_array *la);
 SW_API int64_t sw_leap_array_window_length_ms(const sw_leap_array *la);
