@@ -4,7 +4,7 @@
 # Usage: bench/run.sh [BUILD_DIR] (default: _build/plain)
 set -eu
 b=${1:-_build/plain}
-make -C "$b" -s bench/bench_core bench/bench_limiter >/dev/null
+make -C "$b" -s bench/bench_core bench/bench_limiter bench/bench_segment >/dev/null
 best() { # best of 5 runs by the ns field ($2)
   for i in 1 2 3 4 5; do "$@"; done | sort -t= -k"$SW_FIELD" -n | head -1
 }
@@ -12,7 +12,7 @@ best() { # best of 5 runs by the ns field ($2)
 irs() {
   out=$(mktemp)
   "$b/libtool" --mode=execute valgrind --tool=callgrind --callgrind-out-file="$out" \
-    --toggle-collect=run_case "$@" >/dev/null 2>&1
+    --toggle-collect='run_case*' "$@" >/dev/null 2>&1
   ir=$(callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
   rm -f "$out"
   echo "$ir" | awk -v n="$N" '{printf "%.1f", $1 / n}'
@@ -35,4 +35,13 @@ done
 echo "# limiter: callgrind instructions per entry+exit pair (1 thread)"
 for beh in reject reject-fast pacing warm-up concurrency; do
   echo "behaviour=$beh instructions_per_pair=$(irs "$b/bench/bench_limiter" "$beh" 1 $N)"
+done
+echo "# shared segment: entries (check-and-count) on a heap vs a shared limiter"
+SW_FIELD=4
+for st in heap shm; do
+  for p in 1 2; do best "$b/bench/bench_segment" "$st" "$p" 5000000; done
+done
+echo "# shared segment: callgrind instructions per entry (1 process)"
+for st in heap shm; do
+  echo "storage=$st instructions_per_entry=$(irs "$b/bench/bench_segment" "$st" 1 $N)"
 done
