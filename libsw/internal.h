@@ -5,6 +5,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "sw/sw.h"
@@ -16,6 +17,12 @@
 
 /* Record a detail message for sw_last_error() and return err. */
 int sw__fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Allocation through the allocator of sw_set_alloc_funcs; 64-byte aligned. */
+void *sw__malloc(size_t n);
+void *sw__calloc(size_t count, size_t size);
+void sw__free(void *p);
+char *sw__strdup(const char *s);
+
 /* The code of the last sw__fail on this thread (for paths that return NULL). */
 int sw__last_code(void);
 

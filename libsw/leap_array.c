@@ -150,18 +150,18 @@ SW_API int sw_leap_array_create(sw_leap_array **out, const sw_bucket_type *type,
   if (rc < 0) return rc;
   if ((rc = sw__la_validate(&vt, sample_count, interval_ms)) < 0) return rc;
   uint64_t size = sw__la_block_size(sample_count, vt.bucket_size);
-  sw_leap_array *la = calloc(1, sizeof *la);
-  sw__la_block *blk = aligned_alloc(SW_CACHE_LINE, size);
+  sw_leap_array *la = sw__calloc(1, sizeof *la);
+  sw__la_block *blk = sw__malloc(size);
   if (la == NULL || blk == NULL) {
-    free(la);
-    free(blk);
+    sw__free(la);
+    sw__free(blk);
     return sw__fail(SW_ENOMEM, "leap array of %llu bytes", (unsigned long long)size);
   }
   memset(blk, 0, size);
   if ((rc = sw__la_block_init(blk, &vt, sample_count, interval_ms, false)) < 0 ||
       (rc = sw__la_bind(la, blk, type, ctx)) < 0) {
-    free(la);
-    free(blk);
+    sw__free(la);
+    sw__free(blk);
     return rc;
   }
   la->owns_block = true;
@@ -208,10 +208,10 @@ SW_API int sw_leap_array_attach(sw_leap_array **out, void *mem, uint64_t size,
                ? sw__la_check(blk, blk->sample_count, blk->interval_ms, type->bucket_size)
                : sw__fail(SW_EFOREIGN, "not a leap array (magic 0x%08x)", blk->magic);
   if (rc < 0) return rc;
-  sw_leap_array *la = calloc(1, sizeof *la);
+  sw_leap_array *la = sw__calloc(1, sizeof *la);
   if (la == NULL) return sw__fail(SW_ENOMEM, "leap array handle");
   if ((rc = sw__la_bind(la, mem, type, ctx)) < 0) {
-    free(la);
+    sw__free(la);
     return rc;
   }
   *out = la;
@@ -235,9 +235,9 @@ SW_API void sw_leap_array_free(sw_leap_array *la) {
   if (la == NULL) return;
   if (la->owns_block) {
     pthread_mutex_destroy(&la->blk->reset_lock);
-    free(la->blk);
+    sw__free(la->blk);
   }
-  free(la);
+  sw__free(la);
 }
 
 /* --------------------------------------------------------------- accessors */
@@ -342,16 +342,16 @@ void *sw__la_current_body_slow(sw_leap_array *la, int64_t t) {
 
 static pthread_key_t sw__scratch_key;
 static pthread_once_t sw__scratch_once = PTHREAD_ONCE_INIT;
-static void sw__scratch_key_init(void) { pthread_key_create(&sw__scratch_key, free); }
+static void sw__scratch_key_init(void) { pthread_key_create(&sw__scratch_key, sw__free); }
 
 /* Per-thread scratch bucket for detached windows (freed at thread exit). */
 static void *sw__scratch(uint32_t size) {
   pthread_once(&sw__scratch_once, sw__scratch_key_init);
   void *p = pthread_getspecific(sw__scratch_key);
   if (p == NULL) {
-    p = aligned_alloc(SW_CACHE_LINE, SW_BUCKET_SIZE_MAX);
+    p = sw__malloc(SW_BUCKET_SIZE_MAX);
     if (p == NULL || pthread_setspecific(sw__scratch_key, p) != 0) {
-      free(p);
+      sw__free(p);
       return NULL;
     }
   }
@@ -531,11 +531,11 @@ static int sw__la_values(const sw_leap_array *la, sw__selector sel, int64_t t,
                          sw_time_predicate pred, void *user, void **out, uint32_t cap) {
   sw_window stack[64], *w = stack;
   uint32_t wcap = cap < (uint32_t)la->n ? cap : (uint32_t)la->n;
-  if (wcap > 64 && (w = malloc(wcap * sizeof *w)) == NULL)
+  if (wcap > 64 && (w = sw__malloc(wcap * sizeof *w)) == NULL)
     return sw__fail(SW_ENOMEM, "values of %u windows", wcap);
   int n = sw__la_collect(la, sel, t, pred, user, w, wcap);
   for (uint32_t i = 0; i < (uint32_t)n && i < wcap; i++) out[i] = w[i].bucket;
-  if (w != stack) free(w);
+  if (w != stack) sw__free(w);
   return n;
 }
 

@@ -140,17 +140,17 @@ SW_API int sw_limiter_create(sw_limiter **out, const sw_options *opts) {
   int rc = sw__node_geom_from(opts, &g);
   if (rc < 0 || (rc = sw__rule_from(opts, &r)) < 0) return rc;
   uint64_t size = sw__limiter_size(&g);
-  sw_limiter *l = malloc(sizeof *l);
-  void *mem = aligned_alloc(SW_CACHE_LINE, size);
+  sw_limiter *l = sw__malloc(sizeof *l);
+  void *mem = sw__malloc(size);
   if (l == NULL || mem == NULL) {
-    free(l);
-    free(mem);
+    sw__free(l);
+    sw__free(mem);
     return sw__fail(SW_ENOMEM, "limiter of %llu bytes", (unsigned long long)size);
   }
   memset(mem, 0, size);
   if ((rc = sw__limiter_init(mem, &g, &r, false)) < 0 || (rc = sw__limiter_bind(l, mem)) < 0) {
-    free(l);
-    free(mem);
+    sw__free(l);
+    sw__free(mem);
     return rc;
   }
   l->owns_block = true;
@@ -162,9 +162,9 @@ SW_API void sw_limiter_free(sw_limiter *l) {
   if (l == NULL) return;
   if (l->owns_block) {
     sw__limiter_fini(l->hdr);
-    free(l->hdr);
+    sw__free(l->hdr);
   }
-  free(l);
+  sw__free(l);
 }
 
 SW_API sw_node *sw_limiter_node(sw_limiter *l) { return l ? &l->node : NULL; }

@@ -121,19 +121,19 @@ SW_API int sw_metric_create(sw_metric **out, int32_t sample_count, int64_t inter
   int rc = sw__metric_validate(sample_count, interval_ms, stripes);
   if (rc < 0) return rc;
   uint64_t size = sw__metric_size(sample_count, occupiable, stripes);
-  sw_metric *m = malloc(sizeof *m);
-  void *mem = aligned_alloc(SW_CACHE_LINE, size);
+  sw_metric *m = sw__malloc(sizeof *m);
+  void *mem = sw__malloc(size);
   if (m == NULL || mem == NULL) {
-    free(m);
-    free(mem);
+    sw__free(m);
+    sw__free(mem);
     return sw__fail(SW_ENOMEM, "metric of %llu bytes", (unsigned long long)size);
   }
   memset(mem, 0, size);
   if ((rc = sw__metric_init(mem, sample_count, interval_ms, occupiable, stripes, max_rt,
                             false)) < 0 ||
       (rc = sw__metric_bind(m, mem)) < 0) {
-    free(m);
-    free(mem);
+    sw__free(m);
+    sw__free(mem);
     return rc;
   }
   m->owns_block = true;
@@ -145,9 +145,9 @@ SW_API void sw_metric_free(sw_metric *m) {
   if (m == NULL) return;
   if (m->owns_block) {
     sw__metric_fini(m->hdr);
-    free(m->hdr);
+    sw__free(m->hdr);
   }
-  free(m);
+  sw__free(m);
 }
 
 SW_API sw_leap_array *sw_metric_leap_array(sw_metric *m) { return m ? &m->la : NULL; }
@@ -268,7 +268,7 @@ SW_API int64_t sw_metric_min_rt_at(const sw_metric *m, int64_t t) {
   SW__CHECK_TIME(t);
   sw_window w[64], *all = w;
   uint32_t n = (uint32_t)m->la.n;
-  if (n > 64 && (all = malloc(n * sizeof *all)) == NULL)
+  if (n > 64 && (all = sw__malloc(n * sizeof *all)) == NULL)
     return sw__fail(SW_ENOMEM, "min RT over %u windows", n);
   int count = sw__la_collect(&m->la, SW__SEL_INTERVAL, t, NULL, NULL, all, n);
   int64_t min = m->cfg.max_rt;
@@ -276,7 +276,7 @@ SW_API int64_t sw_metric_min_rt_at(const sw_metric *m, int64_t t) {
     int64_t v = sw__mb_min_rt(&m->cfg, all[i].bucket);
     min = v < min ? v : min;
   }
-  if (all != w) free(all);
+  if (all != w) sw__free(all);
   return min > 1 ? min : 1;
 }
 
@@ -319,13 +319,13 @@ SW_API int64_t sw_metric_waiting_at(const sw_metric *m, int64_t t) {
   if (!m->hdr->occupiable) return 0;
   void *b[64], **all = b;
   uint32_t n = (uint32_t)m->future.n;
-  if (n > 64 && (all = malloc(n * sizeof *all)) == NULL)
+  if (n > 64 && (all = sw__malloc(n * sizeof *all)) == NULL)
     return sw__fail(SW_ENOMEM, "waiting over %u windows", n);
   /* The future type's rule keeps the windows that start after t. */
   int count = sw_leap_array_values_at(&m->future, t, all, n);
-  int64_t sum = 0;
+  int64_t sum = count < 0 ? count : 0;
   for (int i = 0; i < count; i++) sum += sw__mb_get(&m->fcfg, all[i], SW_EVENT_PASS);
-  if (all != b) free(all);
+  if (all != b) sw__free(all);
   return sum;
 }
 
@@ -455,12 +455,12 @@ static int sw__records(const sw_metric *m, sw__selector sel, int64_t t, sw_time_
   if (out == NULL && cap > 0) return sw__fail(SW_ENULL, "out is NULL with cap=%u", cap);
   sw_window w[64], *all = w;
   uint32_t wcap = cap < (uint32_t)m->la.n ? cap : (uint32_t)m->la.n;
-  if (wcap > 64 && (all = malloc(wcap * sizeof *all)) == NULL)
+  if (wcap > 64 && (all = sw__malloc(wcap * sizeof *all)) == NULL)
     return sw__fail(SW_ENOMEM, "records of %u windows", wcap);
   int n = sw__la_collect(&m->la, sel, t, pred, user, all, wcap);
   for (uint32_t i = 0; i < (uint32_t)n && i < wcap; i++)
     sw__metric_record(&m->cfg, all[i].bucket, all[i].start_ms, &out[i]);
-  if (all != w) free(all);
+  if (all != w) sw__free(all);
   return n;
 }
 

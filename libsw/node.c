@@ -97,17 +97,17 @@ SW_API int sw_node_create(sw_node **out, const sw_options *opts) {
   int rc = sw__node_geom_from(opts, &g);
   if (rc < 0) return rc;
   uint64_t size = sw__node_size(&g);
-  sw_node *node = malloc(sizeof *node);
-  void *mem = aligned_alloc(SW_CACHE_LINE, size);
+  sw_node *node = sw__malloc(sizeof *node);
+  void *mem = sw__malloc(size);
   if (node == NULL || mem == NULL) {
-    free(node);
-    free(mem);
+    sw__free(node);
+    sw__free(mem);
     return sw__fail(SW_ENOMEM, "node of %llu bytes", (unsigned long long)size);
   }
   memset(mem, 0, size);
   if ((rc = sw__node_init(mem, &g, false)) < 0 || (rc = sw__node_bind(node, mem)) < 0) {
-    free(node);
-    free(mem);
+    sw__free(node);
+    sw__free(mem);
     return rc;
   }
   node->owns_block = true;
@@ -119,9 +119,9 @@ SW_API void sw_node_free(sw_node *node) {
   if (node == NULL) return;
   if (node->owns_block) {
     sw__node_fini(node->hdr);
-    free(node->hdr);
+    sw__free(node->hdr);
   }
-  free(node);
+  sw__free(node);
 }
 
 SW_API sw_metric *sw_node_second_metric(sw_node *node) { return node ? &node->second : NULL; }
@@ -352,10 +352,14 @@ SW_API int sw_node_metrics_at(const sw_node *node, int64_t t, int64_t since_ms,
   SW__CHECK_TIME(t);
   if (out == NULL && cap > 0) return sw__fail(SW_ENULL, "out is NULL with cap=%u", cap);
   uint32_t n = (uint32_t)node->minute.la.n;
-  sw_metric_record *all = malloc(n * sizeof *all);
+  sw_metric_record *all = sw__malloc(n * sizeof *all);
   if (all == NULL) return sw__fail(SW_ENOMEM, "metrics of %u windows", n);
   sw__since s = {since_ms, t - t % 1000};
   int count = sw_metric_details_on_condition_at(&node->minute, t, sw__in_export, &s, all, n);
+  if (count < 0) {
+    sw__free(all);
+    return count;
+  }
   uint32_t kept = 0;
   for (int i = 0; i < count; i++) {
     const sw_metric_record *r = &all[i];
@@ -364,6 +368,6 @@ SW_API int sw_node_metrics_at(const sw_node *node, int64_t t, int64_t since_ms,
       kept++;
     }
   }
-  free(all);
+  sw__free(all);
   return (int)kept;
 }

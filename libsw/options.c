@@ -48,13 +48,13 @@ static const sw__option_info *sw__option_find(sw_option key, size_t *index) {
 
 SW_API int sw_options_create(sw_options **out) {
   SW__CHECK_NULL(out, "out");
-  *out = malloc(sizeof **out);
+  *out = sw__malloc(sizeof **out);
   if (*out == NULL) return sw__fail(SW_ENOMEM, "options");
   for (size_t i = 0; i < SW__OPTION_COUNT; i++) (*out)->value[i] = sw__options[i].def;
   return SW_OK;
 }
 
-SW_API void sw_options_free(sw_options *opts) { free(opts); }
+SW_API void sw_options_free(sw_options *opts) { sw__free(opts); }
 
 SW_API int sw_options_set_double(sw_options *opts, sw_option key, double value) {
   SW__CHECK_NULL(opts, "options");

@@ -74,13 +74,13 @@ int sw__registry_bind(sw_registry *r, void *mem, uint64_t size) {
   r->hdr = h;
   r->index = (sw__entry *)((char *)mem + h->index_off);
   r->blocks = (unsigned char *)mem + h->blocks_off;
-  r->handles = calloc(h->capacity, sizeof *r->handles);
+  r->handles = sw__calloc(h->capacity, sizeof *r->handles);
   return r->handles ? SW_OK : sw__fail(SW_ENOMEM, "registry handles");
 }
 
 void sw__registry_unbind(sw_registry *r) {
-  for (uint32_t i = 0; r->handles && i < r->hdr->capacity; i++) free(r->handles[i]);
-  free(r->handles);
+  for (uint32_t i = 0; r->handles && i < r->hdr->capacity; i++) sw__free(r->handles[i]);
+  sw__free(r->handles);
   r->handles = NULL;
 }
 
@@ -97,18 +97,18 @@ SW_API int sw_registry_create(sw_registry **out, uint32_t capacity, const sw_opt
   if (size == 0)
     return sw__fail(SW_EOVERFLOW, "capacity=%u limiters of %llu bytes need more than 1 TiB",
                     capacity, (unsigned long long)sw__limiter_size(&g));
-  sw_registry *r = calloc(1, sizeof *r);
-  void *mem = aligned_alloc(SW_CACHE_LINE, size);
+  sw_registry *r = sw__calloc(1, sizeof *r);
+  void *mem = sw__malloc(size);
   if (r == NULL || mem == NULL) {
-    free(r);
-    free(mem);
+    sw__free(r);
+    sw__free(mem);
     return sw__fail(SW_ENOMEM, "registry of %llu bytes", (unsigned long long)size);
   }
   memset(mem, 0, size);
   if ((rc = sw__registry_init(mem, capacity, &g, &rule, false)) < 0 ||
       (rc = sw__registry_bind(r, mem, size)) < 0) {
-    free(r);
-    free(mem);
+    sw__free(r);
+    sw__free(mem);
     return rc;
   }
   r->owns_block = true;
@@ -124,8 +124,8 @@ SW_API void sw_registry_free(sw_registry *r) {
     pthread_mutex_destroy(&r->hdr->insert_lock);
   }
   sw__registry_unbind(r);
-  if (r->owns_block) free(r->hdr);
-  free(r);
+  if (r->owns_block) sw__free(r->hdr);
+  sw__free(r);
 }
 
 static int sw__check_name(const char *name, size_t *len) {
@@ -140,18 +140,18 @@ static int sw__check_name(const char *name, size_t *len) {
 static sw_limiter *sw__handle(sw_registry *r, uint32_t i) {
   sw_limiter *l = atomic_load_explicit(&r->handles[i], memory_order_acquire);
   if (l) return l;
-  sw_limiter *mine = malloc(sizeof *mine);
+  sw_limiter *mine = sw__malloc(sizeof *mine);
   if (mine == NULL) {
     sw__fail(SW_ENOMEM, "limiter handle");
     return NULL;
   }
   void *mem = r->blocks + (uint64_t)i * r->hdr->block_size;
   if (sw__limiter_check(mem, &r->hdr->geom) < 0 || sw__limiter_bind(mine, mem) < 0) {
-    free(mine);
+    sw__free(mine);
     return NULL;
   }
   if (atomic_compare_exchange_strong(&r->handles[i], &l, mine)) return mine;
-  free(mine); /* another thread bound it first */
+  sw__free(mine); /* another thread bound it first */
   return l;
 }
 

@@ -253,21 +253,21 @@ SW_API int sw_segment_open(sw_segment **out, const char *name, uint32_t capacity
     }
   }
   sw_segment *seg = NULL;
-  if (rc == SW_OK && (seg = calloc(1, sizeof *seg)) == NULL) rc = sw__fail(SW_ENOMEM, "segment");
+  if (rc == SW_OK && (seg = sw__calloc(1, sizeof *seg)) == NULL) rc = sw__fail(SW_ENOMEM, "segment");
   if (rc == SW_OK) {
     seg->map = map;
     seg->size = size;
     seg->reg.shared = true;
     seg->reg.readonly = readonly;
     rc = sw__registry_bind(&seg->reg, (char *)map + h->registry_off, size - h->registry_off);
-    seg->path = strdup(name);
+    if (rc == SW_OK && (seg->path = sw__strdup(name)) == NULL) rc = sw__fail(SW_ENOMEM, "name");
   }
   flock(fd, LOCK_UN);
   close(fd); /* the mapping stays */
   if (rc < 0) {
     if (seg) sw__registry_unbind(&seg->reg);
-    free(seg ? seg->path : NULL);
-    free(seg);
+    sw__free(seg ? seg->path : NULL);
+    sw__free(seg);
     munmap(map, size);
     return rc;
   }
@@ -279,8 +279,8 @@ SW_API void sw_segment_close(sw_segment *seg) {
   if (seg == NULL) return;
   sw__registry_unbind(&seg->reg);
   munmap(seg->map, seg->size);
-  free(seg->path);
-  free(seg);
+  sw__free(seg->path);
+  sw__free(seg);
 }
 
 SW_API sw_registry *sw_segment_registry(sw_segment *seg) { return seg ? &seg->reg : NULL; }

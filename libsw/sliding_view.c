@@ -27,14 +27,14 @@ SW_API int sw_sliding_view_create(sw_sliding_view **out, const sw_metric *real,
     return sw__fail(SW_EGEOMETRY, "view window length %lld is not a multiple of the real "
                     "window length %lld", (long long)(interval_ms / sample_count),
                     (long long)la->wl);
-  sw_sliding_view *v = malloc(sizeof *v);
+  sw_sliding_view *v = sw__malloc(sizeof *v);
   if (v == NULL) return sw__fail(SW_ENOMEM, "sliding view");
   *v = (sw_sliding_view){real, interval_ms, interval_ms / sample_count};
   *out = v;
   return SW_OK;
 }
 
-SW_API void sw_sliding_view_free(sw_sliding_view *v) { free(v); }
+SW_API void sw_sliding_view_free(sw_sliding_view *v) { sw__free(v); }
 
 /* getBucketStartRange: real windows whose start is in [lo, hi]. */
 typedef struct sw__range {
@@ -59,14 +59,14 @@ static int sw__view_windows(const sw_sliding_view *v, int64_t t, sw_window *out)
   do {                                                                         \
     sw_window stack_[64], *w_ = stack_;                                        \
     uint32_t n_ = (uint32_t)(v)->real->la.n;                                  \
-    if (n_ > 64 && (w_ = malloc(n_ * sizeof *w_)) == NULL)                     \
+    if (n_ > 64 && (w_ = sw__malloc(n_ * sizeof *w_)) == NULL)                     \
       return sw__fail(SW_ENOMEM, "view over %u windows", n_);                  \
     int count_ = sw__view_windows(v, t, w_);                                   \
     for (int i_ = 0; i_ < count_; i_++) {                                      \
       const void *bucket = w_[i_].bucket;                                      \
       body;                                                                    \
     }                                                                          \
-    if (w_ != stack_) free(w_);                                                \
+    if (w_ != stack_) sw__free(w_);                                                \
   } while (0)
 
 #define SW__VIEW_CHECK(v, t, event)                                            \
@@ -132,7 +132,7 @@ SW_API int sw_sliding_view_second_metrics_on_condition_at(const sw_sliding_view 
   const sw_metric *m = v->real;
   sw_window stack[64], *w = stack;
   uint32_t n = (uint32_t)m->la.n;
-  if (n > 64 && (w = malloc(n * sizeof *w)) == NULL)
+  if (n > 64 && (w = sw__malloc(n * sizeof *w)) == NULL)
     return sw__fail(SW_ENOMEM, "view over %u windows", n);
   int count = sw__la_collect(&m->la, SW__SEL_CONDITION, t, pred, user, w, n);
   int groups = 0;
@@ -155,6 +155,6 @@ SW_API int sw_sliding_view_second_metrics_on_condition_at(const sw_sliding_view 
     }
   }
   if (groups > 0 && (uint32_t)groups <= cap) out[groups - 1] = cur;
-  if (w != stack) free(w);
+  if (w != stack) sw__free(w);
   return groups;
 }

@@ -75,6 +75,15 @@ SW_API const char *sw_err_name(int err);
  * cost the hot path a store). Borrowed; "" before any failure. */
 SW_API const char *sw_last_error(void);
 
+/* -------------------------------------------------------------- allocator */
+
+/* Use malloc_fn / free_fn for every allocation of libsw (NULL, NULL: the C
+ * library's). Set it before any other libsw call: memory is freed with the
+ * functions in place when it is freed. */
+typedef void *(*sw_malloc_fn)(size_t size);
+typedef void (*sw_free_fn)(void *ptr);
+SW_API int sw_set_alloc_funcs(sw_malloc_fn malloc_fn, sw_free_fn free_fn);
+
 /* ----------------------------------------------------------------- version */
 
 /* SW_VERSION_HEX of the library actually loaded. */
