@@ -1,11 +1,13 @@
 #!/bin/sh
 # Every libsw test, as README.md gives it: the C suite (plain, ASan+UBSan,
-# ThreadSanitizer), make distcheck and an out-of-tree pkg-config consumer.
-# Installs the Debian packages it needs when they are missing.
+# ThreadSanitizer, valgrind), the fuzzer against the reference model, the
+# ABI check, make distcheck, an out-of-tree pkg-config consumer, and the
+# Python, Lua and nginx suites. Installs the Debian packages it needs when
+# they are missing.
 set -eu
 cd "$(dirname "$0")/.."
 . tools/deps.sh
-sw_need $SW_C_PKGS clang libclang-rt-14-dev valgrind xz-utils
+sw_need $SW_C_PKGS clang libclang-rt-14-dev valgrind abigail-tools xz-utils
 jobs=$(nproc)
 step() { printf '\n=== %s\n' "$*"; }
 
@@ -23,11 +25,30 @@ step "C unit tests under ThreadSanitizer (clang)"
 sw_build _build/tsan CC=clang CFLAGS="-O1 -g -fsanitize=thread" LDFLAGS="-fsanitize=thread"
 CK_FORK=no SW_STRESS=2 TSAN_OPTIONS="halt_on_error=1" make -C _build/tsan -s -j"$jobs" check
 
+step "C unit tests under valgrind memcheck"
+tests/valgrind.sh _build/plain
+
+step "fuzzer against the reference model (30 s)"
+tests/fuzz/run.sh 30 _build/plain
+
+step "ABI against the baseline"
+tests/abi-check.sh _build/plain
+
 step "make distcheck"
 make -C _build/plain -s distcheck >/dev/null
 
 step "a C program outside the tree, built with pkg-config"
 tests/pkgconfig-consumer.sh _build/plain
+
+if [ -x bindings/python/run-tests.sh ]; then
+  step "Python binding"
+  bindings/python/run-tests.sh
+fi
+
+if [ -x bindings/lua/run-tests.sh ]; then
+  step "Lua binding and OpenResty"
+  SW_LIB="$(pwd)/_build/plain/libsw/.libs/libsw.so" bindings/lua/run-tests.sh
+fi
 
 echo
 echo "all tests passed"
