@@ -43,6 +43,13 @@ static inline int64_t sw__sat_add(int64_t a, int64_t b) {
       return sw__fail(SW_ETIME, "time %lld ms is negative", (long long)(t));   \
   } while (0)
 
+/* Handles bound to a read-only mapping refuse writes. */
+#define SW__CHECK_WRITABLE(h)                                                   \
+  do {                                                                          \
+    if (sw__unlikely((h)->readonly))                                            \
+      return sw__fail(SW_EPERM, "attached read-only: no writes");               \
+  } while (0)
+
 #define SW__CHECK_NULL(p, name)                                                 \
   do {                                                                          \
     if (sw__unlikely((p) == NULL)) return sw__fail(SW_ENULL, "%s is NULL", name); \

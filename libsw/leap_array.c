@@ -361,6 +361,7 @@ static void *sw__scratch(uint32_t size) {
 
 SW_API int sw_leap_array_current_window_at(sw_leap_array *la, int64_t t, sw_window *out) {
   SW__CHECK_NULL(la, "leap array");
+  SW__CHECK_WRITABLE(la);
   SW__CHECK_NULL(out, "out");
   SW__CHECK_TIME(t);
   int64_t wid = t / la->wl, ws = wid * la->wl;
@@ -573,6 +574,7 @@ static int sw__field_check(const sw_leap_array *la, uint32_t field) {
 SW_API int sw_leap_array_add_at(sw_leap_array *la, int64_t t, uint32_t field, int64_t n) {
   int rc = sw__field_check(la, field);
   if (rc < 0) return rc;
+  SW__CHECK_WRITABLE(la);
   SW__CHECK_TIME(t);
   if (n < 0 || n > INT32_MAX)
     return sw__fail(SW_ERANGE, "n=%lld is outside 0..%d", (long long)n, INT32_MAX);

@@ -60,6 +60,7 @@ struct sw_leap_array {
   int32_t n;
   void *ctx;
   bool owns_block;
+  bool readonly; /* bound to a read-only mapping: writes are refused */
   sw_bucket_type vt; /* validated copy, members beyond the plugin's struct_size zeroed */
 };
 

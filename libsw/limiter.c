@@ -124,6 +124,12 @@ int sw__limiter_check(const void *mem, const sw__node_geom *g) {
   return sw__node_check((const char *)mem + h->node_off, g);
 }
 
+void sw__limiter_set_readonly(sw_limiter *l) {
+  l->readonly = l->node.readonly = true;
+  sw_metric *m[2] = {&l->node.second, &l->node.minute};
+  for (int i = 0; i < 2; i++) m[i]->readonly = m[i]->la.readonly = m[i]->future.readonly = true;
+}
+
 int sw__limiter_bind(sw_limiter *l, void *mem) {
   sw__limiter_hdr *h = mem;
   memset(l, 0, sizeof *l);
@@ -171,6 +177,7 @@ SW_API sw_node *sw_limiter_node(sw_limiter *l) { return l ? &l->node : NULL; }
 
 SW_API int sw_limiter_set_rule(sw_limiter *l, const sw_options *opts) {
   SW__LIMITER_CHECK(l);
+  SW__CHECK_WRITABLE(l);
   sw__rule r, old;
   int rc = sw__rule_from(opts, &r);
   if (rc < 0) return rc;
@@ -358,6 +365,7 @@ static void sw__decide_pacing(sw_limiter *l, const sw__rule *r, int64_t t, int64
 SW_API int sw_limiter_entry_at(sw_limiter *l, int64_t t, int64_t n, uint32_t flags,
                                sw_decision *d) {
   SW__LIMITER_CHECK(l);
+  SW__CHECK_WRITABLE(l);
   SW__CHECK_NULL(d, "decision");
   SW__CHECK_TIME(t);
   if (sw__unlikely(n < 0 || n > INT32_MAX))
@@ -392,6 +400,7 @@ SW_API int sw_limiter_entry(sw_limiter *l, int64_t n, uint32_t flags, sw_decisio
 SW_API int sw_limiter_exit_at(sw_limiter *l, int64_t t, int64_t rt_ms, int64_t n,
                               uint32_t flags) {
   SW__LIMITER_CHECK(l);
+  SW__CHECK_WRITABLE(l);
   SW__CHECK_TIME(t);
   if (sw__unlikely(n < 0 || n > INT32_MAX || rt_ms < 0 || rt_ms > INT32_MAX))
     return sw__fail(SW_ERANGE, "n=%lld, rt_ms=%lld: both must be in 0..%d", (long long)n,

@@ -42,6 +42,7 @@ struct sw_limiter {
   sw__limiter_state *st;
   sw_node node;
   bool owns_block;
+  bool readonly; /* bound to a read-only mapping: writes are refused */
 };
 
 /* Build a rule from options (validating it, with a message naming the bad value). */
@@ -51,5 +52,7 @@ int sw__limiter_init(void *mem, const sw__node_geom *g, const sw__rule *r, bool 
 void sw__limiter_fini(void *mem);
 int sw__limiter_bind(sw_limiter *l, void *mem);
 int sw__limiter_check(const void *mem, const sw__node_geom *g);
+/* Mark a limiter and every handle under it read-only. */
+void sw__limiter_set_readonly(sw_limiter *l);
 
 #endif /* SW_LIMITER_H */

@@ -337,6 +337,7 @@ SW_API int64_t sw_metric_waiting(const sw_metric *m) {
 
 SW_API int sw_metric_add_at(sw_metric *m, int64_t t, sw_event event, int64_t n) {
   SW__METRIC_CHECK(m);
+  SW__CHECK_WRITABLE(m);
   SW__CHECK_TIME(t);
   if ((unsigned)event >= SW_EVENT_COUNT)
     return sw__fail(SW_ERANGE, "event=%d is not a sw_event", (int)event);
@@ -406,6 +407,7 @@ int sw__metric_admit(sw_metric *m, int64_t t, int64_t n, double limit, bool stri
 SW_API int sw_metric_try_pass_at(sw_metric *m, int64_t t, int64_t n, int64_t limit,
                                  int64_t *pass_out) {
   SW__METRIC_CHECK(m);
+  SW__CHECK_WRITABLE(m);
   SW__CHECK_TIME(t);
   int rc = sw__check_count("n", n);
   if (rc < 0) return rc;
@@ -424,6 +426,7 @@ SW_API int sw_metric_try_pass(sw_metric *m, int64_t n, int64_t limit, int64_t *p
 
 SW_API int sw_metric_add_waiting(sw_metric *m, int64_t future_ms, int64_t n) {
   SW__METRIC_CHECK(m);
+  SW__CHECK_WRITABLE(m);
   SW__CHECK_TIME(future_ms);
   int rc = sw__check_count("n", n);
   if (rc < 0) return rc;

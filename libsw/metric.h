@@ -23,6 +23,7 @@ struct sw_metric {
   sw__metric_cfg fcfg;  /* ctx of future (one stripe) */
   sw__metric_hdr *hdr;
   bool owns_block;
+  bool readonly; /* bound to a read-only mapping: writes are refused */
 };
 
 /* Validate a metric geometry (SW_ESIZE / SW_EOVERFLOW with a message). */

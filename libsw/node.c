@@ -242,6 +242,7 @@ void sw__node_count_exit(sw_node *node, int64_t t, int64_t rt, int64_t n, bool e
 /* Record one event in both arrays. */
 static int sw__both(sw_node *node, int64_t t, sw_event ev, int64_t n) {
   SW__NODE_CHECK(node);
+  SW__CHECK_WRITABLE(node);
   int rc = sw_metric_add_at(&node->second, t, ev, n);
   return rc < 0 ? rc : sw_metric_add_at(&node->minute, t, ev, n);
 }
@@ -265,22 +266,26 @@ SW_API int sw_node_add_rt_and_success_at(sw_node *node, int64_t t, int64_t rt_ms
 
 SW_API int sw_node_increase_concurrency(sw_node *node) {
   SW__NODE_CHECK(node);
+  SW__CHECK_WRITABLE(node);
   atomic_fetch_add_explicit(&node->live->concurrency, 1, memory_order_relaxed);
   return SW_OK;
 }
 SW_API int sw_node_decrease_concurrency(sw_node *node) {
   SW__NODE_CHECK(node);
+  SW__CHECK_WRITABLE(node);
   atomic_fetch_sub_explicit(&node->live->concurrency, 1, memory_order_relaxed);
   return SW_OK;
 }
 
 SW_API int sw_node_add_waiting(sw_node *node, int64_t future_ms, int64_t n) {
   SW__NODE_CHECK(node);
+  SW__CHECK_WRITABLE(node);
   return sw_metric_add_waiting(&node->second, future_ms, n);
 }
 
 SW_API int sw_node_add_occupied_pass_at(sw_node *node, int64_t t, int64_t n) {
   SW__NODE_CHECK(node);
+  SW__CHECK_WRITABLE(node);
   int rc = sw_metric_add_at(&node->minute, t, SW_EVENT_OCCUPIED_PASS, n);
   return rc < 0 ? rc : sw_metric_add_at(&node->minute, t, SW_EVENT_PASS, n);
 }

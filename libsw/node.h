@@ -25,6 +25,7 @@ struct sw_node {
   sw_metric second; /* occupiable */
   sw_metric minute;
   bool owns_block;
+  bool readonly; /* bound to a read-only mapping: writes are refused */
 };
 
 /* Geometry of a node, read from options and validated. */

@@ -150,6 +150,7 @@ static sw_limiter *sw__handle(sw_registry *r, uint32_t i) {
     sw__free(mine);
     return NULL;
   }
+  if (r->readonly) sw__limiter_set_readonly(mine);
   if (atomic_compare_exchange_strong(&r->handles[i], &l, mine)) return mine;
   sw__free(mine); /* another thread bound it first */
   return l;
@@ -266,6 +267,8 @@ SW_API int sw_registry_at(sw_registry *r, uint32_t i, sw_limiter **out, const ch
     sw__entry *e = &r->index[k];
     if (atomic_load_explicit(&e->state, memory_order_acquire) == SW__ENTRY_READY &&
         e->block == i) {
+      if (memchr(e->name, 0, sizeof e->name) == NULL)
+        return sw__fail(SW_ECORRUPT, "entry %u of the registry has no terminated name", i);
       if (name) *name = e->name;
       if (out && (*out = sw__handle(r, i)) == NULL) return sw__last_code();
       return SW_OK;

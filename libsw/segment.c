@@ -79,13 +79,18 @@ static void sw__boot_id(char out[40]) {
 }
 
 /* A name without '/' is a POSIX shared memory object; anything else a path. */
+/* POSIX shm names are limited to SW_NAME_MAX bytes here; paths to PATH_MAX. */
+static int sw__seg_check_name(const char *name) {
+  size_t len = strlen(name);
+  if (len == 0 || (strchr(name, '/') == NULL && len > SW_NAME_MAX) || len >= 4096)
+    return sw__fail(SW_ERANGE, "segment name of %zu bytes: a shared memory name takes "
+                    "1..%d bytes, a path 1..4095", len, SW_NAME_MAX);
+  return SW_OK;
+}
+
 static int sw__seg_open_fd(const char *name, int oflag, mode_t mode) {
   if (strchr(name, '/') == NULL) {
     char shm[SW_NAME_MAX + 2];
-    if (strlen(name) > SW_NAME_MAX) {
-      errno = ENAMETOOLONG;
-      return -1;
-    }
     snprintf(shm, sizeof shm, "/%s", name);
     return shm_open(shm, oflag, mode);
   }
@@ -94,7 +99,8 @@ static int sw__seg_open_fd(const char *name, int oflag, mode_t mode) {
 
 SW_API int sw_segment_unlink(const char *name) {
   SW__CHECK_NULL(name, "segment name");
-  int rc;
+  int rc = sw__seg_check_name(name);
+  if (rc < 0) return rc;
   if (strchr(name, '/') == NULL) {
     char shm[SW_NAME_MAX + 2];
     snprintf(shm, sizeof shm, "/%s", name);
@@ -171,10 +177,11 @@ SW_API int sw_segment_open(sw_segment **out, const char *name, uint32_t capacity
   *out = NULL;
   SW__CHECK_NULL(name, "segment name");
   const bool readonly = flags & SW_SEGMENT_READONLY;
+  int rc = sw__seg_check_name(name);
+  if (rc < 0) return rc;
   sw__seg_config cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.capacity = capacity;
-  int rc;
   if (!readonly) {
     if (capacity == 0 || capacity > (1u << 24))
       return sw__fail(SW_ESIZE, "capacity=%u is outside 1..%u", capacity, 1u << 24);
@@ -203,9 +210,13 @@ SW_API int sw_segment_open(sw_segment **out, const char *name, uint32_t capacity
     return rc;
   }
   struct stat st;
-  fstat(fd, &st);
+  if (fstat(fd, &st) < 0) {
+    rc = sw__fail(SW_EIO, "cannot stat segment %s: %s", name, strerror(errno));
+    close(fd);
+    return rc;
+  }
   uint64_t size = (uint64_t)st.st_size;
-  bool fresh = size == 0 && !readonly;
+  bool fresh = size == 0 && !readonly && (flags & SW_SEGMENT_CREATE);
   if (!fresh && !readonly && (flags & SW_SEGMENT_CREATE) && size >= sizeof(sw__seg_hdr)) {
     /* A creator that died before finishing left it unready: start it again. */
     sw__seg_hdr probe;
@@ -214,21 +225,26 @@ SW_API int sw_segment_open(sw_segment **out, const char *name, uint32_t capacity
       fresh = true;
   }
   if (fresh) {
-    size = sizeof(sw__seg_hdr);
-    size = sw__round_up(size, SW_CACHE_LINE) + sw__registry_size(capacity, &cfg.geom);
-    if (ftruncate(fd, (off_t)size) < 0) {
-      rc = sw__fail(SW_EIO, "cannot size segment %s to %llu bytes: %s", name,
-                    (unsigned long long)size, strerror(errno));
-      close(fd);
-      return rc;
-    }
+    /* Owner and mode first: a failure leaves an empty file, not a zeroed one. */
     if ((uid >= 0 || gid >= 0) && fchown(fd, (uid_t)uid, (gid_t)gid) < 0) {
       rc = sw__fail(SW_EPERM, "cannot give segment %s to %lld:%lld: %s", name, (long long)uid,
                     (long long)gid, strerror(errno));
       close(fd);
       return rc;
     }
-    fchmod(fd, (mode_t)mode); /* the umask must not narrow what was asked for */
+    if (fchmod(fd, (mode_t)mode) < 0) { /* the umask must not narrow what was asked for */
+      rc = sw__fail(SW_EPERM, "cannot set mode %llo on segment %s: %s", (unsigned long long)mode,
+                    name, strerror(errno));
+      close(fd);
+      return rc;
+    }
+    size = sw__round_up(sizeof(sw__seg_hdr), SW_CACHE_LINE) + sw__registry_size(capacity, &cfg.geom);
+    if (ftruncate(fd, (off_t)size) < 0) {
+      rc = sw__fail(SW_EIO, "cannot size segment %s to %llu bytes: %s", name,
+                    (unsigned long long)size, strerror(errno));
+      close(fd);
+      return rc;
+    }
   } else if (size < sizeof(sw__seg_hdr)) {
     close(fd);
     return sw__fail(SW_ECORRUPT, "segment %s is truncated: %llu bytes, a header needs %zu",
@@ -247,7 +263,8 @@ SW_API int sw_segment_open(sw_segment **out, const char *name, uint32_t capacity
     rc = sw__seg_validate(h, size, &cfg, readonly, name);
     char boot[40];
     sw__boot_id(boot);
-    if (rc == SW_OK && !readonly && strncmp(boot, h->boot_id, sizeof boot) != 0) {
+    /* An unknown boot id (no /proc) never resets a segment in use. */
+    if (rc == SW_OK && !readonly && boot[0] && strncmp(boot, h->boot_id, sizeof boot) != 0) {
       /* Written before a reboot: its monotonic times are meaningless now. */
       rc = sw__seg_init(h, size, &cfg);
     }

@@ -597,8 +597,10 @@ SW_API int sw_registry_at(sw_registry *r, uint32_t i, sw_limiter **out, const ch
 /* A registry in shared memory, attached by many processes, which update the
  * same limiters exactly (see docs/shared-memory.md). name: a POSIX shared
  * memory object if it has no '/' (it appears in /dev/shm), else a file path.
- * The capacity and the options (node geometry, default rule, SW_OPT_SEGMENT_*
- * for a new segment) must match an existing segment: SW_EGEOMETRY if not.
+ * The capacity and the node geometry of the options must match an existing
+ * segment (SW_EGEOMETRY if not); the default rule and SW_OPT_SEGMENT_* apply
+ * to a new segment only. Names: 1..63 bytes without '/', or a path
+ * (SW_ERANGE otherwise).
  * Errors for what is found: SW_ENOTFOUND (no segment, no SW_SEGMENT_CREATE),
  * SW_EFOREIGN (not a libsw segment), SW_EVERSION (laid out by another libsw),
  * SW_ECORRUPT (truncated, bad checksum, bad header), SW_EPERM, SW_EIO. A
@@ -611,6 +613,8 @@ typedef struct sw_segment sw_segment;
 
 SW_API int sw_segment_open(sw_segment **out, const char *name, uint32_t capacity,
                            const sw_options *opts, uint32_t flags);
+/* Handles from a SW_SEGMENT_READONLY segment refuse every write (entries,
+ * exits, rules, adds) with SW_EPERM. */
 /* Unmap (the segment itself stays for other processes and later opens). */
 SW_API void sw_segment_close(sw_segment *seg);
 /* Remove a segment's name; processes attached keep their mapping. */
