@@ -180,6 +180,7 @@ SW_API int64_t sw_leap_array_layout_size(const sw_bucket_type *type, int32_t sam
 SW_API int sw_leap_array_init_at(void *mem, uint64_t size, const sw_bucket_type *type,
                                  int32_t sample_count, int64_t interval_ms, uint32_t flags) {
   SW__CHECK_NULL(mem, "memory");
+  if (flags & ~SW_LEAP_ARRAY_SHARED) return sw__fail(SW_EINVAL, "unknown flags 0x%x", flags);
   int64_t need = sw_leap_array_layout_size(type, sample_count, interval_ms);
   if (need < 0) return (int)need;
   if ((uintptr_t)mem % SW_CACHE_LINE != 0)
@@ -232,7 +233,7 @@ SW_API int sw_leap_array_create_by_name(sw_leap_array **out, const char *type_na
 }
 
 SW_API void sw_leap_array_free(sw_leap_array *la) {
-  if (la == NULL) return;
+  if (la == NULL || la->borrowed) return; /* a metric's array belongs to the metric */
   if (la->owns_block) {
     pthread_mutex_destroy(&la->blk->reset_lock);
     sw__free(la->blk);
@@ -252,6 +253,7 @@ SW_API int64_t sw_leap_array_window_length_ms(const sw_leap_array *la) {
   return la ? la->wl : sw__fail(SW_ENULL, "leap array is NULL");
 }
 SW_API const sw_bucket_type *sw_leap_array_type(const sw_leap_array *la) {
+  if (la == NULL) sw__fail(SW_ENULL, "leap array is NULL");
   return la ? &la->vt : NULL;
 }
 SW_API int64_t sw_leap_array_detached_count(const sw_leap_array *la) {
@@ -456,7 +458,7 @@ SW_API int sw_leap_array_valid_head_at(const sw_leap_array *la, int64_t t, sw_wi
   SW__CHECK_TIME(t);
   int64_t wid = t / la->wl;
   sw_window w;
-  if (!sw__la_stored(la, (uint32_t)((wid + 1) % la->n), &w)) return 0;
+  if (!sw__la_stored(la, (uint32_t)((wid % la->n + 1) % la->n), &w)) return 0;
   if (w.start_ms > wid * la->wl || sw__deprecated(la, t, &w)) return 0;
   *out = w;
   return 1;
@@ -487,7 +489,7 @@ int sw__la_collect(const sw_leap_array *la, sw__selector sel, int64_t t,
                    sw_time_predicate pred, void *user, sw_window *out, uint32_t cap) {
   uint32_t n = 0;
   /* Start after t's slot: for the sliding interval that is oldest first. */
-  uint32_t first = (uint32_t)(((t / la->wl) + 1) % la->n);
+  uint32_t first = (uint32_t)(((t / la->wl) % la->n + 1) % la->n);
   for (uint32_t k = 0; k < (uint32_t)la->n; k++) {
     sw_window w;
     if (!sw__la_stored(la, (first + k) % (uint32_t)la->n, &w)) continue;

@@ -61,6 +61,7 @@ struct sw_leap_array {
   void *ctx;
   bool owns_block;
   bool readonly; /* bound to a read-only mapping: writes are refused */
+  bool borrowed; /* part of a larger object: *_free leaves it alone */
   sw_bucket_type vt; /* validated copy, members beyond the plugin's struct_size zeroed */
 };
 

@@ -38,6 +38,9 @@ int sw__rule_from(const sw_options *opts, sw__rule *r) {
   if (r->behavior == SW_BEHAVIOR_WARM_UP || r->behavior == SW_BEHAVIOR_WARM_UP_PACING) {
     /* Sentinel's WarmUpController constructor, integer casts included. */
     double count = r->threshold, period = (double)r->warm_up_sec;
+    if (period * count > 1e18)
+      return sw__fail(SW_ERANGE, "warm-up with SW_OPT_THRESHOLD=%g and SW_OPT_WARM_UP_SEC=%lld "
+                      "stores more than 1e18 tokens", count, (long long)r->warm_up_sec);
     r->warning_token = (int64_t)(period * count) / (r->cold_factor - 1);
     r->max_token = r->warning_token + (int64_t)(2 * period * count / (1.0 + r->cold_factor));
     if (count <= 0 || r->max_token <= r->warning_token)
@@ -135,7 +138,9 @@ int sw__limiter_bind(sw_limiter *l, void *mem) {
   memset(l, 0, sizeof *l);
   l->hdr = h;
   l->st = (sw__limiter_state *)((char *)mem + h->node_off - SW_CACHE_LINE);
-  return sw__node_bind(&l->node, (char *)mem + h->node_off);
+  int rc = sw__node_bind(&l->node, (char *)mem + h->node_off);
+  l->node.borrowed = true;
+  return rc;
 }
 
 SW_API int sw_limiter_create(sw_limiter **out, const sw_options *opts) {
@@ -165,7 +170,7 @@ SW_API int sw_limiter_create(sw_limiter **out, const sw_options *opts) {
 }
 
 SW_API void sw_limiter_free(sw_limiter *l) {
-  if (l == NULL) return;
+  if (l == NULL || l->borrowed) return; /* a registry's limiter belongs to the registry */
   if (l->owns_block) {
     sw__limiter_fini(l->hdr);
     sw__free(l->hdr);
@@ -173,7 +178,10 @@ SW_API void sw_limiter_free(sw_limiter *l) {
   sw__free(l);
 }
 
-SW_API sw_node *sw_limiter_node(sw_limiter *l) { return l ? &l->node : NULL; }
+SW_API sw_node *sw_limiter_node(sw_limiter *l) {
+  if (l == NULL) sw__fail(SW_ENULL, "limiter is NULL");
+  return l ? &l->node : NULL;
+}
 
 SW_API int sw_limiter_set_rule(sw_limiter *l, const sw_options *opts) {
   SW__LIMITER_CHECK(l);
@@ -217,12 +225,13 @@ SW_API int sw_limiter_get_rule(const sw_limiter *l, sw_options *opts) {
 /* Sentinel's WarmUpController.coolDownTokens and syncToken. */
 static int64_t sw__cool_down(const sw__rule *r, int64_t last, int64_t now, int64_t pass_qps,
                              int64_t old) {
-  int64_t v = old;
   int64_t cold = r->cold_factor > 1 ? r->cold_factor : 3; /* a rule read from a segment */
   if (old < r->warning_token ||
-      (old > r->warning_token && pass_qps < (int64_t)r->threshold / cold))
-    v = (int64_t)((double)old + (double)(now - last) * r->threshold / 1000.0);
-  return v < r->max_token ? v : r->max_token;
+      (old > r->warning_token && pass_qps < (int64_t)r->threshold / cold)) {
+    double v = (double)old + (double)(now - last) * r->threshold / 1000.0;
+    return v < (double)r->max_token ? (int64_t)v : r->max_token; /* min before converting */
+  }
+  return old < r->max_token ? old : r->max_token;
 }
 
 /* One refill per second: the thread that moves last_filled to this second
@@ -257,9 +266,10 @@ static int64_t sw__retry_after(sw_limiter *l, int64_t t, int64_t n, double limit
   if ((double)n > limit) return -1;
   const sw_metric *sec = &l->node.second;
   const double isec = (double)sec->la.interval / 1000.0;
-  const int64_t wl = sec->la.wl, first = t - t % wl + wl;
-  int64_t at = first;
-  for (int32_t k = 0; k < 2 * sec->la.n; k++, at += wl) {
+  const int64_t wl = sec->la.wl;
+  int64_t at = t - t % wl;
+  for (int32_t k = 0; k < 2 * sec->la.n; k++) {
+    if (__builtin_add_overflow(at, wl, &at)) return INT64_MAX - t; /* the end of time */
     int64_t pass = sw_metric_pass_at(sec, at);
     if (pass >= 0 && (double)(int64_t)((double)pass / isec) + (double)n <= limit) break;
   }
@@ -337,15 +347,25 @@ static void sw__decide_pacing(sw_limiter *l, const sw__rule *r, int64_t t, int64
     d->retry_after_ms = -1;
     return;
   }
-  int64_t cost = (int64_t)llround((double)n / qps * 1000.0);
+  double cost_ms = round((double)n / qps * 1000.0);
+  if (cost_ms > (double)r->max_queue_ms + 1e15) { /* never fits: a tiny rate */
+    d->verdict = SW_VERDICT_BLOCK;
+    d->retry_after_ms = -1;
+    return;
+  }
+  int64_t cost = (int64_t)cost_ms;
   _Atomic int64_t *latest = &l->st->latest_passed;
   int64_t last = atomic_load(latest), next, wait;
   for (;;) {
-    if (last + cost <= t) {
+    if (__builtin_add_overflow(last, cost, &next)) { /* the queue runs past the end of time */
+      d->verdict = SW_VERDICT_BLOCK;
+      d->retry_after_ms = -1;
+      return;
+    }
+    if (next <= t) {
       next = t;
       wait = 0;
     } else {
-      next = last + cost;
       wait = next - t;
       if (wait > r->max_queue_ms) {
         d->verdict = SW_VERDICT_BLOCK;
@@ -370,6 +390,8 @@ SW_API int sw_limiter_entry_at(sw_limiter *l, int64_t t, int64_t n, uint32_t fla
   SW__CHECK_TIME(t);
   if (sw__unlikely(n < 0 || n > INT32_MAX))
     return sw__fail(SW_ERANGE, "n=%lld is outside 0..%d", (long long)n, INT32_MAX);
+  if (sw__unlikely(flags & ~SW_ENTRY_PRIORITIZED))
+    return sw__fail(SW_EINVAL, "unknown entry flags 0x%x", flags);
   memset(d, 0, sizeof *d);
   sw__rule r;
   sw__rule_load(l->hdr, &r);
@@ -405,6 +427,8 @@ SW_API int sw_limiter_exit_at(sw_limiter *l, int64_t t, int64_t rt_ms, int64_t n
   if (sw__unlikely(n < 0 || n > INT32_MAX || rt_ms < 0 || rt_ms > INT32_MAX))
     return sw__fail(SW_ERANGE, "n=%lld, rt_ms=%lld: both must be in 0..%d", (long long)n,
                     (long long)rt_ms, INT32_MAX);
+  if (flags & ~SW_EXIT_ERROR) return sw__fail(SW_EINVAL, "unknown exit flags 0x%x", flags);
+  if (!sw__node_leave(&l->node)) return sw__fail(SW_ESTATE, "exit without an entry in flight");
   sw__node_count_exit(&l->node, t, rt_ms, n, flags & SW_EXIT_ERROR);
   return SW_OK;
 }

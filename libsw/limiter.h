@@ -43,6 +43,7 @@ struct sw_limiter {
   sw_node node;
   bool owns_block;
   bool readonly; /* bound to a read-only mapping: writes are refused */
+  bool borrowed; /* part of a larger object: *_free leaves it alone */
 };
 
 /* Build a rule from options (validating it, with a message naming the bad value). */

@@ -97,6 +97,7 @@ int sw__metric_bind(sw_metric *m, void *mem) {
                      &sw__future_type, &m->fcfg);
     m->cfg.borrow = &m->future;
   }
+  m->la.borrowed = m->future.borrowed = true;
   return rc;
 }
 
@@ -142,7 +143,7 @@ SW_API int sw_metric_create(sw_metric **out, int32_t sample_count, int64_t inter
 }
 
 SW_API void sw_metric_free(sw_metric *m) {
-  if (m == NULL) return;
+  if (m == NULL || m->borrowed) return; /* a node's metric belongs to the node */
   if (m->owns_block) {
     sw__metric_fini(m->hdr);
     sw__free(m->hdr);
@@ -150,7 +151,10 @@ SW_API void sw_metric_free(sw_metric *m) {
   sw__free(m);
 }
 
-SW_API sw_leap_array *sw_metric_leap_array(sw_metric *m) { return m ? &m->la : NULL; }
+SW_API sw_leap_array *sw_metric_leap_array(sw_metric *m) {
+  if (m == NULL) sw__fail(SW_ENULL, "metric is NULL");
+  return m ? &m->la : NULL;
+}
 
 SW_API int32_t sw_metric_sample_count(const sw_metric *m) {
   return m ? m->la.n : sw__fail(SW_ENULL, "metric is NULL");

@@ -24,6 +24,7 @@ struct sw_metric {
   sw__metric_hdr *hdr;
   bool owns_block;
   bool readonly; /* bound to a read-only mapping: writes are refused */
+  bool borrowed; /* part of a larger object: *_free leaves it alone */
 };
 
 /* Validate a metric geometry (SW_ESIZE / SW_EOVERFLOW with a message). */

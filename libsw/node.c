@@ -87,7 +87,9 @@ int sw__node_bind(sw_node *node, void *mem) {
   node->hdr = h;
   node->live = (sw__node_live *)((char *)mem + SW_CACHE_LINE);
   int rc = sw__metric_bind(&node->second, (char *)mem + h->second_off);
-  return rc == SW_OK ? sw__metric_bind(&node->minute, (char *)mem + h->minute_off) : rc;
+  if (rc == SW_OK) rc = sw__metric_bind(&node->minute, (char *)mem + h->minute_off);
+  node->second.borrowed = node->minute.borrowed = true;
+  return rc;
 }
 
 SW_API int sw_node_create(sw_node **out, const sw_options *opts) {
@@ -116,7 +118,7 @@ SW_API int sw_node_create(sw_node **out, const sw_options *opts) {
 }
 
 SW_API void sw_node_free(sw_node *node) {
-  if (node == NULL) return;
+  if (node == NULL || node->borrowed) return; /* a limiter's node belongs to the limiter */
   if (node->owns_block) {
     sw__node_fini(node->hdr);
     sw__free(node->hdr);
@@ -124,8 +126,14 @@ SW_API void sw_node_free(sw_node *node) {
   sw__free(node);
 }
 
-SW_API sw_metric *sw_node_second_metric(sw_node *node) { return node ? &node->second : NULL; }
-SW_API sw_metric *sw_node_minute_metric(sw_node *node) { return node ? &node->minute : NULL; }
+SW_API sw_metric *sw_node_second_metric(sw_node *node) {
+  if (node == NULL) sw__fail(SW_ENULL, "node is NULL");
+  return node ? &node->second : NULL;
+}
+SW_API sw_metric *sw_node_minute_metric(sw_node *node) {
+  if (node == NULL) sw__fail(SW_ENULL, "node is NULL");
+  return node ? &node->minute : NULL;
+}
 
 /* ----------------------------------------------------------------- rates */
 
@@ -236,7 +244,16 @@ void sw__node_count_exit(sw_node *node, int64_t t, int64_t rt, int64_t n, bool e
   void *b;
   if ((b = sw__la_current_body(&node->second.la, t))) sw__mb_exit(&node->second.cfg, b, rt, n, error);
   if ((b = sw__la_current_body(&node->minute.la, t))) sw__mb_exit(&node->minute.cfg, b, rt, n, error);
-  atomic_fetch_sub_explicit(&node->live->concurrency, 1, memory_order_relaxed);
+}
+
+bool sw__node_leave(sw_node *node) {
+  _Atomic int64_t *c = &node->live->concurrency;
+  int64_t v = atomic_load_explicit(c, memory_order_relaxed);
+  do {
+    if (v <= 0) return false;
+  } while (!atomic_compare_exchange_weak_explicit(c, &v, v - 1, memory_order_relaxed,
+                                                  memory_order_relaxed));
+  return true;
 }
 
 /* Record one event in both arrays. */
@@ -273,8 +290,7 @@ SW_API int sw_node_increase_concurrency(sw_node *node) {
 SW_API int sw_node_decrease_concurrency(sw_node *node) {
   SW__NODE_CHECK(node);
   SW__CHECK_WRITABLE(node);
-  atomic_fetch_sub_explicit(&node->live->concurrency, 1, memory_order_relaxed);
-  return SW_OK;
+  return sw__node_leave(node) ? SW_OK : sw__fail(SW_ESTATE, "no request in flight");
 }
 
 SW_API int sw_node_add_waiting(sw_node *node, int64_t future_ms, int64_t n) {
@@ -298,15 +314,21 @@ SW_API int64_t sw_node_try_occupy_next_at(const sw_node *node, int64_t t, int64_
   SW__CHECK_TIME(t);
   if (n < 0 || n > INT32_MAX)
     return sw__fail(SW_ERANGE, "n=%lld is outside 0..%d", (long long)n, INT32_MAX);
+  if (!(threshold >= 0 && threshold <= 1e15))
+    return sw__fail(SW_ERANGE, "threshold=%g is outside 0..1e15", threshold);
   const sw_metric *sec = &node->second;
-  const int64_t interval = sec->la.interval, wl = sec->la.wl;
+  const int64_t wl = sec->la.wl, ws = t - t % wl;
+  const int32_t windows = sec->la.n;
   const int64_t timeout = node->hdr->occupy_timeout;
-  double max_count = threshold * (double)interval / 1000.0;
+  double max_count = threshold * (double)sec->la.interval / 1000.0;
   int64_t borrow = sw_metric_waiting_at(sec, t);
-  if ((double)borrow >= max_count) return timeout;
-  int64_t earliest = t - t % wl + wl - interval;
+  if (borrow < 0 || (double)borrow >= max_count) return timeout;
   int64_t pass = sw_metric_pass_at(sec, t);
-  for (int64_t idx = 0; earliest < t; idx++, earliest += wl) {
+  /* Sentinel walks `earliest` from the oldest window of the interval up to
+   * t; counting windows instead keeps the arithmetic away from overflow. */
+  for (int32_t idx = 0; idx < windows; idx++) {
+    int64_t earliest = ws - (int64_t)(windows - 1 - idx) * wl;
+    if (earliest >= t) break;
     int64_t wait = idx * wl + wl - t % wl;
     if (wait >= timeout) break;
     int64_t window_pass = earliest >= 0 ? sw_metric_window_pass_at(sec, earliest) : 0;
@@ -320,7 +342,7 @@ int64_t sw__node_borrow(sw_node *node, int64_t t, int64_t n, double threshold, b
   const int64_t timeout = node->hdr->occupy_timeout;
   for (;;) {
     int64_t wait = sw_node_try_occupy_next_at(node, t, n, threshold);
-    if (wait < 0 || wait >= timeout) return timeout;
+    if (wait < 0 || wait >= timeout || t > INT64_MAX - wait) return timeout;
     sw__mb_stripe *st = strict ? sw__la_current_body(&node->second.future, t + wait) : NULL;
     if (st == NULL) { /* fast mode, or a detached future window */
       sw_metric_add_waiting(&node->second, t + wait, n);

@@ -26,6 +26,7 @@ struct sw_node {
   sw_metric minute;
   bool owns_block;
   bool readonly; /* bound to a read-only mapping: writes are refused */
+  bool borrowed; /* part of a larger object: *_free leaves it alone */
 };
 
 /* Geometry of a node, read from options and validated. */
@@ -54,6 +55,8 @@ void sw__node_count_pass(sw_node *node, int64_t t, int64_t n, bool second_counte
  * refused. strict: borrowers of one window reserve with one CAS on its
  * PASS word, re-checking after every change. */
 int64_t sw__node_borrow(sw_node *node, int64_t t, int64_t n, double threshold, bool strict);
+/* One request less in flight; false if there was none. */
+bool sw__node_leave(sw_node *node);
 /* The end of a request at t in both arrays (the limiter's exit). */
 void sw__node_count_exit(sw_node *node, int64_t t, int64_t rt, int64_t n, bool error);
 

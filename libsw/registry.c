@@ -151,6 +151,7 @@ static sw_limiter *sw__handle(sw_registry *r, uint32_t i) {
     return NULL;
   }
   if (r->readonly) sw__limiter_set_readonly(mine);
+  mine->borrowed = true;
   if (atomic_compare_exchange_strong(&r->handles[i], &l, mine)) return mine;
   sw__free(mine); /* another thread bound it first */
   return l;
@@ -253,9 +254,13 @@ SW_API int sw_registry_get(sw_registry *r, const char *name, sw_limiter **out) {
   return (*out = sw__handle(r, e->block)) ? SW_OK : sw__last_code();
 }
 
-SW_API uint32_t sw_registry_capacity(const sw_registry *r) { return r ? r->hdr->capacity : 0; }
+SW_API uint32_t sw_registry_capacity(const sw_registry *r) {
+  if (r == NULL) sw__fail(SW_ENULL, "registry is NULL");
+  return r ? r->hdr->capacity : 0;
+}
 
 SW_API uint32_t sw_registry_count(const sw_registry *r) {
+  if (r == NULL) sw__fail(SW_ENULL, "registry is NULL");
   return r ? atomic_load(&r->hdr->count) : 0;
 }
 

@@ -179,6 +179,8 @@ SW_API int sw_segment_open(sw_segment **out, const char *name, uint32_t capacity
   const bool readonly = flags & SW_SEGMENT_READONLY;
   int rc = sw__seg_check_name(name);
   if (rc < 0) return rc;
+  if (flags & ~(SW_SEGMENT_CREATE | SW_SEGMENT_RESET | SW_SEGMENT_READONLY))
+    return sw__fail(SW_EINVAL, "unknown segment flags 0x%x", flags);
   sw__seg_config cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.capacity = capacity;
@@ -187,6 +189,9 @@ SW_API int sw_segment_open(sw_segment **out, const char *name, uint32_t capacity
       return sw__fail(SW_ESIZE, "capacity=%u is outside 1..%u", capacity, 1u << 24);
     if ((rc = sw__node_geom_from(opts, &cfg.geom)) < 0 || (rc = sw__rule_from(opts, &cfg.rule)) < 0)
       return rc;
+    if (sw__registry_size(capacity, &cfg.geom) == 0)
+      return sw__fail(SW_EOVERFLOW, "capacity=%u limiters of %llu bytes need more than 1 TiB",
+                      capacity, (unsigned long long)sw__limiter_size(&cfg.geom));
   }
   int64_t mode, uid, gid;
   sw_options_get(opts, SW_OPT_SEGMENT_MODE, &mode);
@@ -300,9 +305,15 @@ SW_API void sw_segment_close(sw_segment *seg) {
   sw__free(seg);
 }
 
-SW_API sw_registry *sw_segment_registry(sw_segment *seg) { return seg ? &seg->reg : NULL; }
+SW_API sw_registry *sw_segment_registry(sw_segment *seg) {
+  if (seg == NULL) sw__fail(SW_ENULL, "segment is NULL");
+  return seg ? &seg->reg : NULL;
+}
 
-SW_API const char *sw_segment_name(const sw_segment *seg) { return seg ? seg->path : NULL; }
+SW_API const char *sw_segment_name(const sw_segment *seg) {
+  if (seg == NULL) sw__fail(SW_ENULL, "segment is NULL");
+  return seg ? seg->path : NULL;
+}
 
 SW_API int64_t sw_segment_size(const sw_segment *seg) {
   return seg ? (int64_t)seg->size : sw__fail(SW_ENULL, "segment is NULL");
