@@ -32,6 +32,20 @@ int sw__rule_from(const sw_options *opts, sw__rule *r) {
   sw_options_get_double(opts, SW_OPT_THRESHOLD, &r->threshold);
   sw_options_get(opts, SW_OPT_MAX_QUEUE_MS, &r->max_queue_ms);
   sw_options_get(opts, SW_OPT_WARM_UP_SEC, &r->warm_up_sec);
+  sw_options_get(opts, SW_OPT_CLUSTER, &v);
+  r->cluster = (int32_t)v;
+  sw_options_get(opts, SW_OPT_CLUSTER_FAILURE, &v);
+  r->failure = (int32_t)v;
+  sw_options_get(opts, SW_OPT_CLUSTER_LEASE, &r->lease);
+  sw_options_get(opts, SW_OPT_CLUSTER_TIMEOUT_MS, &r->timeout_ms);
+  sw_options_get(opts, SW_OPT_CLUSTER_RETRY_MS, &r->retry_ms);
+  sw_options_get(opts, SW_OPT_CLUSTER_NODES, &v);
+  r->nodes = (int32_t)v;
+  sw_options_get(opts, SW_OPT_CLUSTER_LOW_WATER_PCT, &v);
+  r->low_water_pct = (int32_t)v;
+  if (r->cluster && (r->grade != SW_GRADE_QPS || r->behavior != SW_BEHAVIOR_REJECT))
+    return sw__fail(SW_EINVAL, "SW_OPT_CLUSTER=1 needs SW_OPT_GRADE=SW_GRADE_QPS and "
+                    "SW_OPT_BEHAVIOR=SW_BEHAVIOR_REJECT");
   if (r->grade == SW_GRADE_CONCURRENCY && r->behavior != SW_BEHAVIOR_REJECT)
     return sw__fail(SW_EINVAL, "SW_OPT_BEHAVIOR=%d (%s) needs SW_OPT_GRADE=SW_GRADE_QPS",
                     r->behavior, sw__behavior_names[r->behavior]);
@@ -66,13 +80,13 @@ static void sw__rule_store(sw__limiter_hdr *h, const sw__rule *r) {
 /* Load the rule; the reject behaviour needs only its first words unless
  * full is set. */
 static void sw__rule_load_ex(const sw__limiter_hdr *h, sw__rule *r, bool full) {
-  enum { HOT = 3 }; /* grade, behavior, strict, cold_factor, threshold */
+  enum { HOT = SW__RULE_HOT };
   uint64_t w[SW__RULE_WORDS], seq;
   do {
     seq = atomic_load_explicit(&h->rule_seq, memory_order_acquire);
     for (int i = 0; i < HOT; i++) w[i] = atomic_load_explicit(&h->rule[i], memory_order_relaxed);
     memcpy(r, w, HOT * sizeof w[0]);
-    int words = r->behavior == SW_BEHAVIOR_REJECT && !full ? HOT : SW__RULE_WORDS;
+    int words = r->behavior == SW_BEHAVIOR_REJECT && !r->cluster && !full ? HOT : SW__RULE_WORDS;
     for (int i = HOT; i < words; i++)
       w[i] = atomic_load_explicit(&h->rule[i], memory_order_relaxed);
     memcpy(r, w, (size_t)words * sizeof w[0]);
@@ -83,10 +97,13 @@ static void sw__rule_load_ex(const sw__limiter_hdr *h, sw__rule *r, bool full) {
 
 static void sw__rule_load(const sw__limiter_hdr *h, sw__rule *r) { sw__rule_load_ex(h, r, false); }
 
+void sw__limiter_rule(const sw_limiter *l, sw__rule *r) { sw__rule_load_ex(l->hdr, r, true); }
+
 /* ---------------------------------------------------------------- layout */
 
 static uint64_t sw__limiter_prefix(void) {
-  return sw__round_up(sizeof(sw__limiter_hdr), SW_CACHE_LINE) + SW_CACHE_LINE;
+  return sw__round_up(sizeof(sw__limiter_hdr), SW_CACHE_LINE) +
+         sw__round_up(sizeof(sw__limiter_state), SW_CACHE_LINE);
 }
 
 uint64_t sw__limiter_size(const sw__node_geom *g) {
@@ -106,7 +123,8 @@ int sw__limiter_init(void *mem, const sw__node_geom *g, const sw__rule *r,
   h->node_off = sw__limiter_prefix();
   h->total_size = sw__limiter_size(g);
   sw__rule_store(h, r);
-  sw__limiter_state *st = (sw__limiter_state *)((char *)mem + h->node_off - SW_CACHE_LINE);
+  sw__limiter_state *st = (sw__limiter_state *)((char *)mem + h->node_off -
+                                                sw__round_up(sizeof *st, SW_CACHE_LINE));
   atomic_store(&st->latest_passed, -1); /* Sentinel: the first request passes */
   if ((rc = sw__node_init((char *)mem + h->node_off, g, process_shared)) < 0) return rc;
   h->magic = SW__LIMITER_MAGIC;
@@ -137,7 +155,8 @@ int sw__limiter_bind(sw_limiter *l, void *mem) {
   sw__limiter_hdr *h = mem;
   memset(l, 0, sizeof *l);
   l->hdr = h;
-  l->st = (sw__limiter_state *)((char *)mem + h->node_off - SW_CACHE_LINE);
+  l->st = (sw__limiter_state *)((char *)mem + h->node_off -
+                                 sw__round_up(sizeof *l->st, SW_CACHE_LINE));
   int rc = sw__node_bind(&l->node, (char *)mem + h->node_off);
   l->node.borrowed = true;
   return rc;
@@ -217,6 +236,13 @@ SW_API int sw_limiter_get_rule(const sw_limiter *l, sw_options *opts) {
   sw_options_set_double(opts, SW_OPT_THRESHOLD, r.threshold);
   sw_options_set(opts, SW_OPT_MAX_QUEUE_MS, r.max_queue_ms);
   sw_options_set(opts, SW_OPT_WARM_UP_SEC, r.warm_up_sec);
+  sw_options_set(opts, SW_OPT_CLUSTER, r.cluster);
+  sw_options_set(opts, SW_OPT_CLUSTER_FAILURE, r.failure);
+  sw_options_set(opts, SW_OPT_CLUSTER_LEASE, r.lease);
+  sw_options_set(opts, SW_OPT_CLUSTER_TIMEOUT_MS, r.timeout_ms);
+  sw_options_set(opts, SW_OPT_CLUSTER_RETRY_MS, r.retry_ms);
+  sw_options_set(opts, SW_OPT_CLUSTER_NODES, r.nodes);
+  sw_options_set(opts, SW_OPT_CLUSTER_LOW_WATER_PCT, r.low_water_pct);
   return SW_OK;
 }
 
@@ -283,8 +309,8 @@ static inline int64_t sw__floor_left(double limit, int64_t used) {
 }
 
 /* Reject behaviour (and warm-up, with its current limit) on the QPS grade. */
-static void sw__decide_qps(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n,
-                           uint32_t flags, double limit, sw_decision *d) {
+void sw__limiter_decide_qps(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n,
+                            uint32_t flags, double limit, sw_decision *d) {
   int64_t pass;
   const double isec = (double)l->node.second.la.interval / 1000.0;
   if (sw__metric_admit(&l->node.second, t, n, limit, r->strict, &pass)) {
@@ -400,16 +426,18 @@ SW_API int sw_limiter_entry_at(sw_limiter *l, int64_t t, int64_t n, uint32_t fla
     sw__decide_pacing(l, &r, t, n, r.threshold, d);
     break;
   case SW_BEHAVIOR_WARM_UP:
-    sw__decide_qps(l, &r, t, n, flags, sw__warm_qps(&r, l, t), d);
+    sw__limiter_decide_qps(l, &r, t, n, flags, sw__warm_qps(&r, l, t), d);
     break;
   case SW_BEHAVIOR_WARM_UP_PACING:
     sw__decide_pacing(l, &r, t, n, sw__warm_qps(&r, l, t), d);
     break;
   default:
-    if (r.grade == SW_GRADE_CONCURRENCY)
+    if (r.cluster)
+      sw__decide_cluster(l, &r, t, n, flags, d);
+    else if (r.grade == SW_GRADE_CONCURRENCY)
       sw__decide_concurrency(l, &r, t, n, d);
     else
-      sw__decide_qps(l, &r, t, n, flags, r.threshold, d);
+      sw__limiter_decide_qps(l, &r, t, n, flags, r.threshold, d);
   }
   if (d->verdict == SW_VERDICT_BLOCK) sw_node_increase_block_at(&l->node, t, n);
   return SW_OK;

@@ -13,12 +13,17 @@
 typedef struct sw__rule {
   int32_t grade, behavior, strict, cold_factor;
   double threshold;
+  int32_t cluster, failure; /* fleet-wide on Redis (lease.c), and what to do when it is down */
+  /* ---- words above are read on every entry; below only when needed ---- */
   int64_t max_queue_ms, warm_up_sec;
   int64_t warning_token, max_token;
   double slope;
+  int64_t lease, timeout_ms, retry_ms;
+  int32_t nodes, low_water_pct;
 } sw__rule;
 
-#define SW__RULE_WORDS 8
+#define SW__RULE_WORDS 13
+#define SW__RULE_HOT 4
 _Static_assert(sizeof(sw__rule) == SW__RULE_WORDS * 8, "rule fits its words");
 
 typedef struct sw__limiter_hdr {
@@ -30,11 +35,32 @@ typedef struct sw__limiter_hdr {
   pthread_mutex_t rule_lock; /* robust: serialises rule writers */
 } sw__limiter_hdr;
 
+/* A lease of fleet-wide tokens from Redis (lease.c). Each slot is one word,
+ * tag (bucket number mod 2^24) << 40 | tokens, so that taking a token and
+ * checking its bucket is one CAS; two slots hold the current and the next
+ * bucket. */
+typedef struct sw__lease {
+  _Atomic uint64_t slot[2];
+  _Atomic int64_t offset;        /* Redis time - local time, ms */
+  _Atomic int64_t synced;        /* 1 once offset holds a measured value */
+  _Atomic int64_t down_since;    /* local ms Redis was found down; 0: up */
+  _Atomic int64_t call_since;    /* local ms of the call in flight; 0: none */
+  _Atomic int64_t spent_bucket;  /* Redis ms of a bucket whose fleet budget is spent */
+  _Atomic int64_t refund;        /* tokens of a past bucket to give back ... */
+  _Atomic int64_t refund_bucket; /* ... to this bucket (Redis ms) */
+  _Atomic int64_t calls;         /* script calls made */
+  _Atomic int64_t granted;       /* tokens granted */
+  _Atomic int64_t need;          /* an entry found the lease short */
+  _Atomic int64_t retry_at;      /* while down: local ms of the next try */
+} sw__lease;
+
 /* Controller state, shared by every user of the limiter. */
 typedef struct sw__limiter_state {
   _Atomic int64_t latest_passed;  /* pacing: time of the last admission */
   _Atomic int64_t stored_tokens;  /* warm-up */
   _Atomic int64_t last_filled;    /* warm-up: second of the last refill */
+  int64_t pad_[5];
+  sw__lease lease;                /* cluster rules, on their own lines */
 } sw__limiter_state;
 
 struct sw_limiter {
@@ -45,6 +71,15 @@ struct sw_limiter {
   bool readonly; /* bound to a read-only mapping: writes are refused */
   bool borrowed; /* part of a larger object: *_free leaves it alone */
 };
+
+/* The limiter's whole rule. */
+void sw__limiter_rule(const sw_limiter *l, sw__rule *r);
+/* Reject behaviour on the QPS grade against limit (limiter.c). */
+void sw__limiter_decide_qps(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n,
+                            uint32_t flags, double limit, sw_decision *d);
+/* A cluster rule's entry (lease.c). */
+int sw__decide_cluster(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n, uint32_t flags,
+                       sw_decision *d);
 
 /* Build a rule from options (validating it, with a message naming the bad value). */
 int sw__rule_from(const sw_options *opts, sw__rule *r);

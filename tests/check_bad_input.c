@@ -197,7 +197,7 @@ static const int BAD_EV[] = {99, -1, SW_EVENT_COUNT, INT_MAX, INT_MIN};
 static const int32_t BAD_SAMPLES[] = {0, -1, INT32_MIN};
 static const int64_t BAD_INTERVALS[] = {0, -1, -1000, INT64_MIN};
 static const uint32_t BAD_FIELDS[] = {SW_FIELD_MIN_RT + 1, 99, UINT32_MAX};
-static const int BAD_KEYS[] = {0, 999, -1, 19, INT_MAX, INT_MIN};
+static const int BAD_KEYS[] = {0, 999, -1, 100, INT_MAX, INT_MIN};
 #define EV(e) ((sw_event)(e))
 #define KEY(k) ((sw_option)(k))
 #define HUGE_N ((int64_t)INT32_MAX + 1)
@@ -2052,6 +2052,147 @@ static void bad_sw_segment_close(void) {
   sw_segment_close(NULL);
 }
 
+/* ---- cluster leases and sw_cluster ---------------------------------- */
+
+static sw_limiter *limiter_cluster(void) {
+  return limiter_with(OPTS({SW_OPT_THRESHOLD, 10}, {SW_OPT_CLUSTER, 1}));
+}
+
+static void bad_sw_lease_script(void) {
+  const char *s = sw_lease_script();
+  ck_assert_ptr_nonnull(s);
+  ck_assert_ptr_nonnull(strstr(s, "redis.call('TIME')"));
+}
+
+static void bad_sw_lease_next_call(void) {
+  sw_lease_call call;
+  sw_limiter *plain = limiter_qps(10), *l = limiter_cluster();
+  EXPECT(sw_lease_next_call(NULL, 0, &call), SW_ENULL);
+  EXPECT(sw_lease_next_call(l, 0, NULL), SW_ENULL);
+  EXPECT(sw_lease_next_call(plain, 1000, &call), SW_ESTATE); /* not a cluster rule */
+  FOR_EACH(t, BAD_T, "%" PRId64) EXPECT(sw_lease_next_call(l, t, &call), SW_ETIME);
+  EXPECT(sw_lease_next_call(l, 1000, &call), 1); /* never synced: a call is due */
+  EXPECT(sw_lease_next_call(l, 1000, &call), 0); /* and claimed */
+}
+
+static void bad_sw_lease_apply(void) {
+  sw_lease_call call;
+  sw_limiter *plain = limiter_qps(10), *l = limiter_cluster();
+  EXPECT(sw_lease_next_call(l, 1000, &call), 1);
+  EXPECT(sw_lease_apply(NULL, 1000, &call, 0, 1, 1), SW_ENULL);
+  EXPECT(sw_lease_apply(l, 1000, NULL, 0, 1, 1), SW_ENULL);
+  EXPECT(sw_lease_apply(plain, 1000, &call, 0, 1, 1), SW_ESTATE);
+  FOR_EACH(t, BAD_T, "%" PRId64) EXPECT(sw_lease_apply(l, t, &call, 0, 1, 1), SW_ETIME);
+  EXPECT(sw_lease_apply(l, 1000, &call, 250, 1, 1000), SW_ERANGE); /* not a bucket start */
+  EXPECT(sw_lease_apply(l, 1000, &call, -500, 1, 1000), SW_ERANGE);
+  EXPECT(sw_lease_apply(l, 1000, &call, 500, -1, 1000), SW_ERANGE);
+  EXPECT(sw_lease_apply(l, 1000, &call, 500, INT64_MAX, 1000), SW_ERANGE);
+  EXPECT(sw_lease_apply(l, 1000, &call, 500, 1, -1), SW_ERANGE);
+  EXPECT_OK(sw_lease_apply(l, 1000, &call, 1000, 5, 1000));
+}
+
+static void bad_sw_lease_failed(void) {
+  sw_lease_call call;
+  sw_limiter *plain = limiter_qps(10), *l = limiter_cluster();
+  EXPECT(sw_lease_next_call(l, 1000, &call), 1);
+  EXPECT(sw_lease_failed(NULL, 1000, &call), SW_ENULL);
+  EXPECT(sw_lease_failed(l, 1000, NULL), SW_ENULL);
+  EXPECT(sw_lease_failed(plain, 1000, &call), SW_ESTATE);
+  FOR_EACH(t, BAD_T, "%" PRId64) EXPECT(sw_lease_failed(l, t, &call), SW_ETIME);
+  EXPECT_OK(sw_lease_failed(l, 1000, &call));
+}
+
+static void bad_sw_lease_stats(void) {
+  sw_lease_info info;
+  sw_limiter *l = limiter_cluster();
+  EXPECT(sw_lease_stats(NULL, 0, &info), SW_ENULL);
+  EXPECT(sw_lease_stats(l, 0, NULL), SW_ENULL);
+  FOR_EACH(t, BAD_T, "%" PRId64) EXPECT(sw_lease_stats(l, t, &info), SW_ETIME);
+  EXPECT_OK(sw_lease_stats(l, 1000, &info));
+}
+
+/* Without a Redis to talk to, sw_cluster's functions still check their
+ * arguments (or say the support is not built). */
+static int cluster_built(void) {
+  sw_cluster *c = NULL;
+  int rc = sw_cluster_create(&c, "127.0.0.1:1", NULL);
+  sw_cluster_free(c);
+  return rc != SW_ENOTSUP;
+}
+
+static void bad_sw_cluster_create(void) {
+  sw_cluster *c;
+  if (!cluster_built()) {
+    EXPECT(sw_cluster_create(&c, "127.0.0.1:6379", NULL), SW_ENOTSUP);
+    return;
+  }
+  EXPECT(sw_cluster_create(NULL, "127.0.0.1:6379", NULL), SW_ENULL);
+  EXPECT(sw_cluster_create(&c, NULL, NULL), SW_ENULL);
+  EXPECT(sw_cluster_create(&c, "", NULL), SW_EINVAL);
+  EXPECT(sw_cluster_create(&c, "host:0", NULL), SW_EINVAL);
+  EXPECT(sw_cluster_create(&c, "host:99999", NULL), SW_EINVAL);
+  EXPECT(sw_cluster_create(&c, ":6379", NULL), SW_EINVAL);
+}
+
+static void bad_sw_cluster_free(void) { sw_cluster_free(NULL); }
+
+static void bad_sw_cluster_add(void) {
+  if (!cluster_built()) return;
+  sw_cluster *c;
+  ck_assert_int_eq(sw_cluster_create(&c, "127.0.0.1:1", NULL), SW_OK);
+  sw_limiter *plain = limiter_qps(10), *l = limiter_cluster();
+  EXPECT(sw_cluster_add(NULL, l, "r"), SW_ENULL);
+  EXPECT(sw_cluster_add(c, NULL, "r"), SW_ENULL);
+  EXPECT(sw_cluster_add(c, l, NULL), SW_ENULL);
+  EXPECT(sw_cluster_add(c, l, ""), SW_ERANGE);
+  EXPECT(sw_cluster_add(c, l, NAME64), SW_ERANGE);
+  EXPECT(sw_cluster_add(c, plain, "r"), SW_ESTATE);
+  EXPECT_OK(sw_cluster_add(c, l, "r"));
+  sw_cluster_free(c);
+}
+
+static void bad_sw_cluster_refill(void) {
+  EXPECT(sw_cluster_refill(NULL), cluster_built() ? SW_ENULL : SW_ENOTSUP);
+  if (!cluster_built()) return;
+  sw_cluster *c;
+  ck_assert_int_eq(sw_cluster_create(&c, "127.0.0.1:1", OPTS({SW_OPT_CLUSTER_TIMEOUT_MS, 50})),
+                   SW_OK);
+  sw_limiter *l = limiter_cluster();
+  EXPECT_OK(sw_cluster_add(c, l, "r"));
+  EXPECT(sw_cluster_refill(c), SW_EIO); /* nobody listens on port 1 */
+  sw_lease_info info;
+  EXPECT_OK(sw_lease_stats(l, sw_now_ms(), &info));
+  ck_assert_int_ne(info.down_since_ms, 0);
+  sw_cluster_free(c);
+}
+
+static void bad_sw_cluster_start(void) {
+  EXPECT(sw_cluster_start(NULL), cluster_built() ? SW_ENULL : SW_ENOTSUP);
+}
+
+static void bad_sw_cluster_round_trips(void) {
+  EXPECT(sw_cluster_round_trips(NULL), cluster_built() ? SW_ENULL : SW_ENOTSUP);
+}
+
+static void bad_sw_cluster_entry_exact(void) {
+  sw_decision d;
+  EXPECT(sw_cluster_entry_exact(NULL, NULL, 1, &d), cluster_built() ? SW_ENULL : SW_ENOTSUP);
+  if (!cluster_built()) return;
+  sw_cluster *c;
+  ck_assert_int_eq(sw_cluster_create(&c, "127.0.0.1:1", OPTS({SW_OPT_CLUSTER_TIMEOUT_MS, 50})),
+                   SW_OK);
+  sw_limiter *plain = limiter_qps(10), *l = limiter_cluster();
+  EXPECT(sw_cluster_entry_exact(c, NULL, 1, &d), SW_ENULL);
+  EXPECT(sw_cluster_entry_exact(c, l, 1, NULL), SW_ENULL);
+  FOR_EACH(n, BAD_N, "%" PRId64) EXPECT(sw_cluster_entry_exact(c, l, n, &d), SW_ERANGE);
+  EXPECT(sw_cluster_entry_exact(c, plain, 1, &d), SW_ESTATE);
+  EXPECT(sw_cluster_entry_exact(c, l, 1, &d), SW_ENOTFOUND); /* not added */
+  EXPECT_OK(sw_cluster_add(c, l, "r"));
+  EXPECT_OK(sw_cluster_entry_exact(c, l, 1, &d)); /* Redis down: the local fallback */
+  ck_assert_int_eq(d.verdict, SW_VERDICT_PASS);
+  sw_cluster_free(c);
+}
+
 static void bad_sw_segment_unlink(void) {
   EXPECT(sw_segment_unlink(NULL), SW_ENULL);
   EXPECT(sw_segment_unlink(""), SW_ERANGE);
@@ -2248,6 +2389,18 @@ static const entry table[] = {
     E(sw_segment_registry),
     E(sw_segment_size),
     E(sw_segment_unlink),
+    E(sw_lease_script),
+    E(sw_lease_next_call),
+    E(sw_lease_apply),
+    E(sw_lease_failed),
+    E(sw_lease_stats),
+    E(sw_cluster_create),
+    E(sw_cluster_free),
+    E(sw_cluster_add),
+    E(sw_cluster_refill),
+    E(sw_cluster_start),
+    E(sw_cluster_round_trips),
+    E(sw_cluster_entry_exact),
     E(sw_set_alloc_funcs),
     E(sw_sliding_view_avg_rt_at),
     E(sw_sliding_view_create),

@@ -141,8 +141,21 @@ typedef enum sw_option {
   /* shared segment */
   SW_OPT_SEGMENT_MODE = 16,  /* file mode of a new segment (default 0600) */
   SW_OPT_SEGMENT_UID = 17,   /* owner of a new segment, -1: the creator (default) */
-  SW_OPT_SEGMENT_GID = 18    /* group of a new segment, -1: the creator's (default) */
+  SW_OPT_SEGMENT_GID = 18,   /* group of a new segment, -1: the creator's (default) */
+  /* cluster rule (docs/cluster.md): the threshold holds for the whole fleet */
+  SW_OPT_CLUSTER = 19,              /* 1: fleet-wide on Redis (QPS grade, reject behaviour) */
+  SW_OPT_CLUSTER_LEASE = 20,        /* tokens taken per Redis call, L (default 100) */
+  SW_OPT_CLUSTER_FAILURE = 21,      /* SW_CLUSTER_* policy while Redis is down */
+  SW_OPT_CLUSTER_NODES = 22,        /* expected nodes: the local fallback is threshold / nodes */
+  SW_OPT_CLUSTER_TIMEOUT_MS = 23,   /* a Redis call slower than this fails (default 100) */
+  SW_OPT_CLUSTER_RETRY_MS = 24,     /* while down, try Redis again this often (default 1000) */
+  SW_OPT_CLUSTER_LOW_WATER_PCT = 25 /* refill when the lease falls below this % of L (25) */
 } sw_option;
+
+/* SW_OPT_CLUSTER_FAILURE */
+#define SW_CLUSTER_FALLBACK_LOCAL 0 /* limit locally to threshold / SW_OPT_CLUSTER_NODES (default) */
+#define SW_CLUSTER_FAIL_OPEN 1      /* let everything through */
+#define SW_CLUSTER_FAIL_CLOSED 2    /* refuse everything */
 
 SW_API int sw_options_create(sw_options **out);
 SW_API void sw_options_free(sw_options *opts);
@@ -569,6 +582,82 @@ SW_API int sw_limiter_exit_at(sw_limiter *l, int64_t t, int64_t rt_ms, int64_t n
 SW_API int sw_limiter_set_rule(sw_limiter *l, const sw_options *rule);
 /* Write the current rule into opts. */
 SW_API int sw_limiter_get_rule(const sw_limiter *l, sw_options *opts);
+
+/* ---------------------------------------------------------- cluster leases */
+
+/* A limiter with SW_OPT_CLUSTER=1 admits from tokens leased from Redis for
+ * the current bucket (a window of its per-second array), so that its
+ * threshold holds for the whole fleet (docs/cluster.md). Entries never touch
+ * the network: whoever talks to Redis — sw_cluster's refiller thread, or the
+ * caller (OpenResty cosockets) — asks sw_lease_next_call what to send, runs
+ * sw_lease_script() with EVALSHA on key "sw:{<resource>}" and ARGV
+ * (threshold, want, bucket_ms, buckets, target, refund, refund_bucket), and
+ * hands the reply {bucket, granted, redis_now_ms, total} to sw_lease_apply,
+ * or reports a failure (timeout, error) with sw_lease_failed. */
+typedef struct sw_lease_call {
+  int64_t threshold;     /* passes allowed in a window of `buckets` buckets, fleet-wide */
+  int64_t want;          /* tokens to ask for */
+  int64_t bucket_ms;     /* bucket length */
+  int64_t refund;        /* tokens of refund_bucket to give back (0: none) */
+  int64_t refund_bucket; /* Redis time, ms */
+  int32_t buckets;       /* buckets per window */
+  int32_t target;        /* 0: the current bucket, 1: the next one */
+  int64_t started_ms;    /* local time the call was claimed */
+  int64_t reserved[2];
+} sw_lease_call;
+
+typedef struct sw_lease_info {
+  int64_t calls;         /* script calls made */
+  int64_t granted;       /* tokens granted in all */
+  int64_t tokens;        /* tokens left for the current bucket */
+  int64_t offset_ms;     /* Redis time - local time */
+  int64_t down_since_ms; /* 0: Redis is up */
+  int32_t up;            /* 1 once reached and not down */
+  int32_t need;          /* an entry found the lease short */
+  int64_t reserved[2];
+} sw_lease_info;
+
+/* The lease script (Lua, for EVAL / SCRIPT LOAD). Static text. */
+SW_API const char *sw_lease_script(void);
+/* 1 and *call filled when this limiter needs a Redis call now (it is then
+ * claimed: one call at a time across processes), 0 when not. SW_ESTATE if
+ * the rule is not a cluster rule. */
+SW_API int sw_lease_next_call(sw_limiter *l, int64_t t, sw_lease_call *call);
+/* The script's reply to call, received at local time t. */
+SW_API int sw_lease_apply(sw_limiter *l, int64_t t, const sw_lease_call *call, int64_t bucket,
+                          int64_t granted, int64_t redis_now_ms);
+/* The call failed: Redis counts as down from t (the rule's failure policy
+ * applies) until a call succeeds; the next try comes after SW_OPT_CLUSTER_RETRY_MS. */
+SW_API int sw_lease_failed(sw_limiter *l, int64_t t, const sw_lease_call *call);
+SW_API int sw_lease_stats(const sw_limiter *l, int64_t t, sw_lease_info *info);
+
+/* ---------------------------------------------------------------- cluster */
+
+/* The Redis side of cluster rules for C and Python programs: connections to
+ * one Redis ("host:port") or a Redis Cluster ("host:port,host:port,..."; the
+ * slot map comes from CLUSTER SLOTS, MOVED / ASK are followed, NOSCRIPT
+ * reloads the script), and a refiller that keeps the leases of its limiters
+ * filled (docs/cluster.md). Options: SW_OPT_CLUSTER_TIMEOUT_MS. Without
+ * hiredis at build time every function returns SW_ENOTSUP ("cluster support
+ * not built"). */
+typedef struct sw_cluster sw_cluster;
+SW_API int sw_cluster_create(sw_cluster **out, const char *servers, const sw_options *opts);
+/* Stops the refiller; the limiters stay (they fall back to their failure policy). */
+SW_API void sw_cluster_free(sw_cluster *c);
+/* Keep l's lease (a limiter with SW_OPT_CLUSTER=1; borrowed, must outlive c)
+ * under Redis key "sw:{resource}". Processes that share a budget use the
+ * same resource name. */
+SW_API int sw_cluster_add(sw_cluster *c, sw_limiter *l, const char *resource);
+/* One refill round now: the calls due, as one pipeline per Redis node.
+ * Returns the number of calls made, or an error (some failed: their limiters
+ * count Redis as down). */
+SW_API int sw_cluster_refill(sw_cluster *c);
+/* A thread that runs a refill round every millisecond until sw_cluster_free. */
+SW_API int sw_cluster_start(sw_cluster *c);
+SW_API int64_t sw_cluster_round_trips(const sw_cluster *c);
+/* Exact mode (opt-in, for low rates): one script call for this entry, made
+ * now, in this thread (it waits on the network, up to the timeout). */
+SW_API int sw_cluster_entry_exact(sw_cluster *c, sw_limiter *l, int64_t n, sw_decision *d);
 
 /* --------------------------------------------------------------- registry */
 
