@@ -7,7 +7,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 . tools/deps.sh
-sw_need $SW_C_PKGS clang libclang-rt-14-dev valgrind abigail-tools xz-utils
+sw_need $SW_C_PKGS clang libclang-rt-14-dev valgrind abigail-tools xz-utils redis-server
 jobs=$(nproc)
 step() { printf '\n=== %s\n' "$*"; }
 
