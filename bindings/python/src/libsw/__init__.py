@@ -1,0 +1,91 @@
+"""libsw: Sentinel-style sliding-window statistics and rate limiting.
+
+A CFFI binding of the libsw C library, whose core is compiled into
+``libsw._libsw``. Start with :class:`RateLimiter`::
+
+    import libsw
+
+    limiter = libsw.RateLimiter(10)          # 10 passes per second
+
+    @limiter
+    def handler(request): ...
+
+    try:
+        handler(req)
+    except libsw.BlockedError as e:
+        reply(429, retry_after=e.retry_after)
+
+See docs/python.md in the libsw repository.
+"""
+from __future__ import annotations
+
+from typing import Union
+
+from ._clock import ManualClock
+from ._errors import (
+    AlreadyExistsError,
+    ArgumentError,
+    BlockedError,
+    ClosedError,
+    Error,
+    NotFoundError,
+    NotSupportedError,
+    OutOfMemoryError,
+    PluginError,
+    RegistryFullError,
+    SegmentError,
+    SegmentPermissionError,
+    StateError,
+    check,
+)
+from ._libsw import ffi, lib
+from ._limiter import Permit, RateLimiter, Stats, now_ms
+from ._util import to_bytes_name
+from ._window import LeapArray, Metric, MetricRecord, SlidingView, Window, bucket_type_fields, load_plugin
+
+__version__: str = ffi.string(lib.sw_version_string()).decode()
+version_info = (lib.SW_VERSION_MAJOR, lib.SW_VERSION_MINOR, lib.SW_VERSION_PATCH)
+
+
+def unlink_segment(name: Union[str, bytes]) -> None:
+    """Remove a shared segment's name (processes attached keep their mapping;
+    the next open creates a new segment). A missing segment is not an error."""
+    check(lib.sw_segment_unlink(to_bytes_name(name, "segment")), "unlink_segment")
+
+
+def use_coarse_clock(coarse: bool = True) -> None:
+    """Make libsw's process-wide clock CLOCK_MONOTONIC_COARSE (cheaper, tick
+    resolution) or, with False, CLOCK_MONOTONIC again."""
+    check(lib.sw_clock_use(lib.SW_CLOCK_MONOTONIC_COARSE if coarse else lib.SW_CLOCK_MONOTONIC))
+
+
+__all__ = [
+    "AlreadyExistsError",
+    "ArgumentError",
+    "BlockedError",
+    "ClosedError",
+    "Error",
+    "LeapArray",
+    "ManualClock",
+    "Metric",
+    "MetricRecord",
+    "NotFoundError",
+    "NotSupportedError",
+    "OutOfMemoryError",
+    "Permit",
+    "PluginError",
+    "RateLimiter",
+    "RegistryFullError",
+    "SegmentError",
+    "SegmentPermissionError",
+    "SlidingView",
+    "StateError",
+    "Stats",
+    "Window",
+    "bucket_type_fields",
+    "load_plugin",
+    "now_ms",
+    "unlink_segment",
+    "use_coarse_clock",
+    "version_info",
+]

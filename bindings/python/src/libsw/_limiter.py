@@ -1,0 +1,931 @@
+"""RateLimiter: a Sentinel flow rule as a decorator and context manager.
+
+Hot path (decorator): two C calls, swpy_enter and swpy_exit, which read the
+clock, decide, count, and compute the response time in C; the decision is
+kept in a C thread-local struct that Python reads only when the verdict is
+not PASS. Every C call releases the GIL (CFFI API mode).
+
+Handles are cdata objects with destructors (ffi.gc): a call in progress
+holds its handle, so close() on another thread never frees memory under it;
+the memory goes when the last reference does.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import inspect
+import math
+import os
+import threading
+import time
+from dataclasses import asdict, dataclass
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Awaitable,
+    Callable,
+    Dict,
+    List,
+    Optional,
+    Tuple,
+    TypeVar,
+    Union,
+    cast,
+)
+
+from ._errors import ArgumentError, BlockedError, ClosedError, RegistryFullError, check, error_from_code
+from ._libsw import ffi, lib
+from ._util import (
+    UINT32_MAX,
+    get_opt,
+    is_int,
+    keep_alive,
+    new_options,
+    seconds_to_ms,
+    set_opt,
+    to_bytes_name,
+    want_int,
+    want_now,
+    want_real,
+)
+
+if TYPE_CHECKING:
+    from ._window import Metric
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_NOT_PASS: int = lib.SWPY_NOT_PASS
+_WAIT: int = lib.SW_VERDICT_WAIT
+_EXIT_ERROR: int = lib.SW_EXIT_ERROR
+_PRIORITIZED: int = lib.SW_ENTRY_PRIORITIZED
+# The handle of a closed limiter: C calls on it fail with SW_ENULL, which the
+# slow path turns into ClosedError (no check on the fast path).
+_CLOSED = ffi.NULL
+
+_BEHAVIORS = {
+    "reject": lib.SW_BEHAVIOR_REJECT,
+    "pacing": lib.SW_BEHAVIOR_PACING,
+    "warm_up": lib.SW_BEHAVIOR_WARM_UP,
+    "warm_up_pacing": lib.SW_BEHAVIOR_WARM_UP_PACING,
+}
+_BEHAVIOR_NAMES = {v: k for k, v in _BEHAVIORS.items()}
+
+# The rule keys (what sw_limiter_set_rule takes), compared when a limiter in a
+# shared segment may carry another process's rule.
+_RULE_KEYS = (
+    lib.SW_OPT_GRADE,
+    lib.SW_OPT_BEHAVIOR,
+    lib.SW_OPT_THRESHOLD,
+    lib.SW_OPT_MAX_QUEUE_MS,
+    lib.SW_OPT_WARM_UP_SEC,
+    lib.SW_OPT_COLD_FACTOR,
+    lib.SW_OPT_STRICT,
+)
+
+# `with lim:` keeps (limiter, handle, t0, n, previous) per thread and task.
+_active: "contextvars.ContextVar[Optional[tuple]]" = contextvars.ContextVar("libsw_active", default=None)
+
+
+@dataclass(frozen=True)
+class Stats:
+    """A limiter's statistics at one time (the StatisticNode's per-second
+    array; rates are per second, RTs in milliseconds)."""
+
+    pass_qps: float
+    block_qps: float
+    success_qps: float
+    exception_qps: float
+    total_qps: float
+    occupied_pass_qps: float
+    avg_rt: float
+    min_rt: float
+    max_success_qps: float
+    concurrency: int
+    waiting: int
+    time_ms: int
+
+    def as_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+
+class Permit:
+    """The outcome of :meth:`RateLimiter.acquire` / :meth:`~RateLimiter.try_acquire`.
+
+    True when admitted; then call :meth:`release` once when the work is done
+    (or use the permit as a context manager), which records the response
+    time, a success, and an exception with ``release(error=True)``. A permit
+    that was refused is false and carries ``retry_after`` (seconds)."""
+
+    __slots__ = ("limiter", "n", "admitted", "retry_after", "waited", "remaining", "borrowed", "_h", "_t0")
+
+    def __init__(self, limiter: "RateLimiter", n: int, admitted: bool, retry_after: float, waited: float,
+                 remaining: int, borrowed: bool, h: Any, t0: int) -> None:
+        self.limiter = limiter
+        self.n = n
+        self.admitted = admitted
+        self.retry_after = retry_after
+        self.waited = waited
+        self.remaining = remaining
+        self.borrowed = borrowed
+        self._h = h
+        self._t0 = t0
+
+    def __bool__(self) -> bool:
+        return self.admitted
+
+    @property
+    def active(self) -> bool:
+        """Admitted and not yet released."""
+        return self._h is not None
+
+    def release(self, error: bool = False) -> None:
+        """End the admitted work (once; later calls do nothing)."""
+        h = self._h
+        if h is None:
+            return
+        self._h = None
+        lim = self.limiter
+        clock = lim._clock
+        if clock is None:
+            rc = lib.swpy_exit(h, self._t0, self.n, _EXIT_ERROR if error else 0)
+        else:
+            rc = lib.swpy_exit_at(h, clock(), self._t0, self.n, _EXIT_ERROR if error else 0)
+        if rc < 0:
+            raise error_from_code(rc, "release")
+
+    def __enter__(self) -> "Permit":
+        return self
+
+    def __exit__(self, et: Any, ev: Any, tb: Any) -> None:
+        self.release(error=et is not None)
+
+    async def __aenter__(self) -> "Permit":
+        return self
+
+    async def __aexit__(self, et: Any, ev: Any, tb: Any) -> None:
+        self.release(error=et is not None)
+
+    def __repr__(self) -> str:
+        if self.admitted:
+            return "<Permit n=%d admitted%s>" % (self.n, "" if self._h is not None else " released")
+        return "<Permit n=%d refused retry_after=%g>" % (self.n, self.retry_after)
+
+
+class _Root:
+    """What a limiter and the limiters of its keys share."""
+
+    __slots__ = ("opts", "registry", "segment", "capacity", "keys", "lock", "overflow", "on_full",
+                 "closed", "init_kwargs", "prefix", "members")
+
+    def __init__(self) -> None:
+        self.opts: Any = None
+        self.registry: Any = None
+        self.segment: Any = None
+        self.capacity = 0
+        self.keys: Dict[str, "RateLimiter"] = {}
+        self.lock = threading.Lock()
+        self.overflow: Optional["RateLimiter"] = None
+        self.on_full = "raise"
+        self.closed = False
+        self.init_kwargs: Optional[Dict[str, Any]] = None
+        self.prefix = ""
+        self.members: List["RateLimiter"] = []
+
+
+def _clock_sleep(clock: Any, attr: str, default: Any) -> Any:
+    fn = getattr(clock, attr, None) if clock is not None else None
+    return fn if callable(fn) else default
+
+
+class RateLimiter:
+    """A flow rule (Sentinel's flow controllers) on its own statistics.
+
+    Exactly one of ``qps`` (passes per second over a sliding window of
+    ``windows`` x ``interval``/``windows`` seconds) or ``concurrency``
+    (requests in flight). ``behavior``: ``"reject"`` (default),
+    ``"pacing"`` (leaky bucket, queueing up to ``max_queue`` seconds),
+    ``"warm_up"`` (starts at qps/``cold_factor``, reaches qps over
+    ``warm_up`` seconds), ``"warm_up_pacing"``. ``strict=True`` makes the
+    check and the count one atomic step (no overshoot with threads or
+    processes); ``False`` is Sentinel's check-then-add.
+
+    Use it as a decorator (sync or ``async def``), as a context manager
+    (``with lim:`` / ``async with lim:``), or with :meth:`acquire` /
+    :meth:`try_acquire`. A refused request raises :class:`BlockedError`,
+    unless ``block=True``: then it is retried after ``retry_after`` until
+    ``timeout`` seconds of waiting (``None``: no limit). A pacing or
+    prioritized admission that must wait is always waited for, with
+    ``time.sleep`` or ``asyncio.sleep`` (never inside C).
+
+    ``segment="name"`` (a POSIX shared memory name) or ``"/path/file"`` puts
+    the limiter, under ``name`` (default ``"default"``), in a shared segment
+    of ``capacity`` limiters that every process opening it updates exactly.
+    :meth:`for_key` gives per-key limiters with the same rule, from the
+    segment or from a registry of ``capacity`` keys; ``on_full`` says what
+    a new key gets when it is full: ``"raise"`` (:class:`RegistryFullError`),
+    ``"allow"`` (an unlimited limiter) or ``"shared"`` (one limiter with
+    the rule, shared by every key that did not fit).
+
+    ``clock``: a callable returning milliseconds (int); then every call
+    passes its time to the C library (the ``*_at`` functions), which makes
+    runs deterministic. If the clock has ``sleep`` / ``async_sleep``
+    methods (as :class:`ManualClock` does) they are used for waiting.
+    """
+
+    # --------------------------------------------------------- construction
+
+    def __init__(
+        self,
+        qps: Optional[float] = None,
+        *,
+        name: Optional[str] = None,
+        concurrency: Optional[float] = None,
+        behavior: str = "reject",
+        max_queue: float = 0.5,
+        warm_up: float = 10,
+        cold_factor: int = 3,
+        strict: bool = True,
+        windows: int = 2,
+        interval: float = 1.0,
+        segment: Optional[Union[str, "os.PathLike[str]"]] = None,
+        capacity: int = 1024,
+        clock: Optional[Callable[[], int]] = None,
+        block: bool = False,
+        timeout: Optional[float] = None,
+        prioritized: bool = False,
+        stripes: Optional[int] = None,
+        on_full: str = "raise",
+        reset: bool = False,
+        sleep: Optional[Callable[[float], Any]] = None,
+        async_sleep: Optional[Callable[[float], Awaitable[Any]]] = None,
+    ) -> None:
+        init_kwargs = dict(
+            qps=qps, name=name, concurrency=concurrency, behavior=behavior, max_queue=max_queue,
+            warm_up=warm_up, cold_factor=cold_factor, strict=strict, windows=windows,
+            interval=interval, segment=segment, capacity=capacity, clock=clock, block=block,
+            timeout=timeout, prioritized=prioritized, stripes=stripes, on_full=on_full,
+            sleep=sleep, async_sleep=async_sleep,
+        )
+        self._h: Any = _CLOSED
+        root = self._root = _Root()
+        if (qps is None) == (concurrency is None):
+            raise TypeError("RateLimiter() takes exactly one of qps= or concurrency=")
+        threshold = want_real(qps if qps is not None else concurrency, "qps" if qps is not None else "concurrency")
+        if not isinstance(behavior, str):
+            raise TypeError("behavior must be a str, not %s" % type(behavior).__name__)
+        beh = _BEHAVIORS.get(behavior.replace("-", "_"))
+        if beh is None:
+            raise ValueError("behavior=%r is not one of %s" % (behavior, ", ".join(sorted(_BEHAVIORS))))
+        if not isinstance(strict, bool):
+            raise TypeError("strict must be a bool")
+        if name is not None and not isinstance(name, str):
+            raise TypeError("name must be a str, not %s" % type(name).__name__)
+        if on_full not in ("raise", "allow", "shared"):
+            raise ValueError("on_full=%r is not one of 'raise', 'allow', 'shared'" % (on_full,))
+        if clock is not None and not callable(clock):
+            raise TypeError("clock must be a callable returning milliseconds")
+        if timeout is not None:
+            timeout = want_real(timeout, "timeout")
+            if not timeout >= 0:
+                raise ValueError("timeout=%r must be >= 0 seconds (or None)" % (timeout,))
+        want_int(windows, "windows", 1, 2**31 - 1)
+        want_int(capacity, "capacity", 1, UINT32_MAX)
+        self._blocking = bool(block)
+        self._timeout = timeout
+        self._clock = clock
+        self._sleep = sleep or _clock_sleep(clock, "sleep", time.sleep)
+        self._async_sleep = async_sleep or _clock_sleep(clock, "async_sleep", asyncio.sleep)
+        self._flags = _PRIORITIZED if prioritized else 0
+        self.name = name
+        self._key: Optional[str] = None
+        self._site: Any = None
+
+        opts = root.opts = new_options()
+        set_opt(opts, lib.SW_OPT_GRADE, lib.SW_GRADE_QPS if qps is not None else lib.SW_GRADE_CONCURRENCY)
+        set_opt(opts, lib.SW_OPT_BEHAVIOR, beh)
+        set_opt(opts, lib.SW_OPT_THRESHOLD, threshold, "qps" if qps is not None else "concurrency")
+        set_opt(opts, lib.SW_OPT_MAX_QUEUE_MS, seconds_to_ms(max_queue, "max_queue"), "max_queue")
+        set_opt(opts, lib.SW_OPT_WARM_UP_SEC, want_real(warm_up, "warm_up"), "warm_up")
+        set_opt(opts, lib.SW_OPT_COLD_FACTOR, want_real(cold_factor, "cold_factor"), "cold_factor")
+        set_opt(opts, lib.SW_OPT_STRICT, 1 if strict else 0)
+        set_opt(opts, lib.SW_OPT_SECOND_SAMPLE_COUNT, windows, "windows")
+        set_opt(opts, lib.SW_OPT_SECOND_INTERVAL_MS, seconds_to_ms(interval, "interval"), "interval")
+        if stripes is not None:
+            set_opt(opts, lib.SW_OPT_STRIPES, want_int(stripes, "stripes", 1, 64), "stripes")
+        root.capacity = capacity
+        root.on_full = on_full
+
+        if segment is None:
+            p = ffi.new("sw_limiter **")
+            check(lib.sw_limiter_create(p, opts), "RateLimiter")
+            self._h = ffi.gc(p[0], lib.sw_limiter_free)
+        else:
+            self.name = name if name is not None else "default"
+            root.prefix = self.name + ":"
+            root.init_kwargs = init_kwargs
+            seg_name = to_bytes_name(segment, "segment")
+            ps = ffi.new("sw_segment **")
+            flags = lib.SW_SEGMENT_CREATE | (lib.SW_SEGMENT_RESET if reset else 0)
+            check(lib.sw_segment_open(ps, seg_name, capacity, opts, flags), "segment %r" % (segment,))
+            root.segment = ffi.gc(ps[0], lib.sw_segment_close)
+            root.registry = keep_alive(lib.sw_segment_registry(root.segment), root.segment)
+            self._h = self._registry_get(self.name.encode("utf-8"), what="name")
+        root.members.append(self)
+
+    def _registry_get(self, bname: bytes, what: str) -> Any:
+        """The registry's limiter of bname, holding the registry alive, with
+        this limiter's rule (a shared segment may hold another process's)."""
+        root = self._root
+        p = ffi.new("sw_limiter **")
+        rc = lib.sw_registry_get(root.registry, bname, p)
+        if rc < 0:
+            raise error_from_code(rc, "%s %r" % (what, bname.decode("utf-8", "replace")))
+        h = keep_alive(p[0], root.registry)
+        if root.segment is not None:
+            self._ensure_rule(h)
+        return h
+
+    def _ensure_rule(self, h: Any) -> None:
+        opts = self._root.opts
+        have = new_options()
+        check(lib.sw_limiter_get_rule(h, have))
+        if any(get_opt(have, k) != get_opt(opts, k) for k in _RULE_KEYS):
+            check(lib.sw_limiter_set_rule(h, opts), "set rule")
+
+    # ------------------------------------------------------------ properties
+
+    @property
+    def closed(self) -> bool:
+        return self._h is _CLOSED
+
+    @property
+    def key(self) -> Optional[str]:
+        """The key of a limiter returned by :meth:`for_key`, else None."""
+        return self._key
+
+    @property
+    def resource(self) -> Optional[str]:
+        """The name reported in BlockedError: the key, or the name."""
+        return self._key if self._key is not None else self.name
+
+    @property
+    def segment_name(self) -> Optional[str]:
+        seg = self._root.segment
+        return None if seg is None else ffi.string(lib.sw_segment_name(seg)).decode("utf-8", "replace")
+
+    def _closed_msg(self) -> str:
+        r = self.resource
+        return "limiter %r is closed" % r if r is not None else "limiter is closed"
+
+    def _handle(self) -> Any:
+        h = self._h
+        if h is _CLOSED:
+            raise ClosedError(self._closed_msg())
+        return h
+
+    def _now(self) -> int:
+        clock = self._clock
+        return lib.sw_now_ms() if clock is None else clock()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._h is _CLOSED else "open"
+        return "<libsw.RateLimiter %s %s>" % (self.resource or "", state)
+
+    # ------------------------------------------------------------ entering
+
+    def _enter_raw(self, h: Any, n: int, flags: int) -> int:
+        clock = self._clock
+        if clock is None:
+            return lib.swpy_enter(h, n, flags)
+        return lib.swpy_enter_at(h, clock(), n, flags)
+
+    def _fail(self, rc: int) -> Exception:
+        if self._h is _CLOSED:
+            return ClosedError(self._closed_msg())
+        return error_from_code(rc, self.resource or "limiter")
+
+    def _slow(self, h: Any, rc: int, n: int, flags: int, block: bool, timeout: Optional[float],
+              info: Optional[list] = None) -> int:
+        """Finish an entry whose fast path did not pass: wait a WAIT verdict,
+        retry a BLOCK (block=True) or raise BlockedError. Returns t0."""
+        waited = 0.0
+        while True:
+            if rc >= 0:
+                break
+            if rc != _NOT_PASS:
+                raise self._fail(rc)
+            d = lib.swpy_decision()
+            if d.verdict == _WAIT:
+                s = d.wait_ms / 1000.0
+                if info is not None:
+                    info[1] = d.remaining
+                    info[2] = bool(d.borrowed)
+                try:
+                    self._sleep(s)
+                except BaseException:  # interrupted or cancelled: end the admitted entry
+                    self._exit(h, self._now(), n, True)
+                    raise
+                waited += s
+                rc = self._now()
+                break
+            ra = d.retry_after_ms
+            retry = math.inf if ra < 0 else ra / 1000.0
+            s = max(retry, 0.001)
+            if not block or ra < 0 or (timeout is not None and waited + s > timeout):
+                raise BlockedError(retry, self.resource, d.remaining)
+            self._sleep(s)
+            waited += s
+            rc = self._enter_raw(self._h, n, flags)  # _CLOSED if closed meanwhile
+        if info is not None:
+            info[0] = waited
+        return rc
+
+    async def _slow_async(self, h: Any, rc: int, n: int, flags: int, block: bool,
+                          timeout: Optional[float], info: Optional[list] = None) -> int:
+        waited = 0.0
+        while True:
+            if rc >= 0:
+                break
+            if rc != _NOT_PASS:
+                raise self._fail(rc)
+            d = lib.swpy_decision()
+            if d.verdict == _WAIT:
+                s = d.wait_ms / 1000.0
+                if info is not None:
+                    info[1] = d.remaining
+                    info[2] = bool(d.borrowed)
+                try:
+                    await self._async_sleep(s)
+                except BaseException:  # interrupted or cancelled: end the admitted entry
+                    self._exit(h, self._now(), n, True)
+                    raise
+                waited += s
+                rc = self._now()
+                break
+            ra = d.retry_after_ms
+            retry = math.inf if ra < 0 else ra / 1000.0
+            s = max(retry, 0.001)
+            if not block or ra < 0 or (timeout is not None and waited + s > timeout):
+                raise BlockedError(retry, self.resource, d.remaining)
+            await self._async_sleep(s)
+            waited += s
+            rc = self._enter_raw(self._h, n, flags)  # _CLOSED if closed meanwhile
+        if info is not None:
+            info[0] = waited
+        return rc
+
+    def _site_for_wrapper(self) -> Tuple[Any, int]:
+        """This limiter's site (made on first use) and its address: the
+        one-integer handle of the decorator's fast path."""
+        with self._root.lock:
+            h = self._handle()  # ClosedError when closed
+            if self._site is None:
+                site = lib.swpy_site_new(h, self._flags)
+                if site == ffi.NULL:
+                    raise MemoryError("libsw: no memory for a decorator site")
+                self._site = ffi.gc(site, lib.swpy_site_free)
+            return self._site, int(ffi.cast("intptr_t", self._site))
+
+    def _slow_token(self, site: int, rc: int, block: bool, timeout: Optional[float]) -> int:
+        """The decorator's slow path: a token once admitted."""
+        t0 = self._slow(self._h, rc, 1, self._flags, block, timeout)
+        tok = lib.swpy_token(site, t0)
+        if tok < 0:
+            raise MemoryError("libsw: no memory for an entry record")
+        return tok
+
+    async def _slow_token_async(self, site: int, rc: int, block: bool, timeout: Optional[float]) -> int:
+        t0 = await self._slow_async(self._h, rc, 1, self._flags, block, timeout)
+        tok = lib.swpy_token(site, t0)
+        if tok < 0:
+            raise MemoryError("libsw: no memory for an entry record")
+        return tok
+
+    def _exit(self, h: Any, t0: int, n: int, error: bool) -> None:
+        clock = self._clock
+        fl = _EXIT_ERROR if error else 0
+        if clock is None:
+            rc = lib.swpy_exit(h, t0, n, fl)
+        else:
+            rc = lib.swpy_exit_at(h, clock(), t0, n, fl)
+        if rc < 0:
+            raise error_from_code(rc, "exit")
+
+    # ------------------------------------------------------------ decorator
+
+    def __call__(self, fn: F) -> F:
+        """Decorate a function or ``async def`` function: each call enters
+        the limiter (raising BlockedError, or waiting with block=True) and
+        exits it when the call returns or raises (an exception is counted)."""
+        if not callable(fn):
+            raise TypeError("a RateLimiter decorates a callable, not %s" % type(fn).__name__)
+        if inspect.iscoroutinefunction(fn):
+            return cast(F, self._wrap_async(fn))
+        return cast(F, self._wrap_sync(fn))
+
+    def _wrap_sync(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        lim = self
+        flags = self._flags
+        slow = self._slow
+        block = self._blocking
+        timeout = self._timeout
+        clock = self._clock
+        if clock is None:
+            site_obj, site = self._site_for_wrapper()
+            enter = lib.swpy_enter_site
+            exit_ok = lib.swpy_exit_ok
+            exit_err = lib.swpy_exit_err
+            slow_token = self._slow_token
+
+            @functools.wraps(fn)
+            def limited(*args: Any, **kwargs: Any) -> Any:
+                tok = enter(site)
+                if tok < 0:
+                    tok = slow_token(site, tok, block, timeout)
+                try:
+                    result = fn(*args, **kwargs)
+                except BaseException:
+                    exit_err(tok)
+                    raise
+                exit_ok(tok)
+                return result
+
+            # The site and the limiter live as long as the function (a call
+            # in progress holds it): close() only clears the site.
+            limited._libsw_keep = (site_obj, self._h)  # type: ignore[attr-defined]
+
+        else:
+            enter_at = lib.swpy_enter_at
+            exit_at = lib.swpy_exit_at
+
+            @functools.wraps(fn)
+            def limited(*args: Any, **kwargs: Any) -> Any:
+                h = lim._h
+                t0 = enter_at(h, clock(), 1, flags)
+                if t0 < 0:
+                    t0 = slow(h, t0, 1, flags, block, timeout)
+                try:
+                    result = fn(*args, **kwargs)
+                except BaseException:
+                    exit_at(h, clock(), t0, 1, 1)
+                    raise
+                exit_at(h, clock(), t0, 1, 0)
+                return result
+
+        limited.limiter = self  # type: ignore[attr-defined]
+        return limited
+
+    def _wrap_async(self, fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+        lim = self
+        flags = self._flags
+        block = self._blocking
+        timeout = self._timeout
+        if self._clock is None:
+            site_obj, site = self._site_for_wrapper()
+            enter = lib.swpy_enter_site
+            exit_ok = lib.swpy_exit_ok
+            exit_err = lib.swpy_exit_err
+            slow_token = self._slow_token_async
+
+            @functools.wraps(fn)
+            async def limited(*args: Any, **kwargs: Any) -> Any:
+                tok = enter(site)
+                if tok < 0:
+                    tok = await slow_token(site, tok, block, timeout)
+                try:
+                    result = await fn(*args, **kwargs)
+                except BaseException:
+                    exit_err(tok)
+                    raise
+                exit_ok(tok)
+                return result
+
+            limited._libsw_keep = (site_obj, self._h)  # type: ignore[attr-defined]
+        else:
+            slow = self._slow_async
+            enter_raw = self._enter_raw
+            exit_ = self._exit
+
+            @functools.wraps(fn)
+            async def limited(*args: Any, **kwargs: Any) -> Any:
+                h = lim._h
+                t0 = enter_raw(h, 1, flags)
+                if t0 < 0:
+                    t0 = await slow(h, t0, 1, flags, block, timeout)
+                try:
+                    result = await fn(*args, **kwargs)
+                except BaseException:
+                    exit_(h, t0, 1, True)
+                    raise
+                exit_(h, t0, 1, False)
+                return result
+
+        limited.limiter = self  # type: ignore[attr-defined]
+        return limited
+
+    # ------------------------------------------------------ context manager
+
+    def __enter__(self) -> "RateLimiter":
+        h = self._h
+        t0 = self._enter_raw(h, 1, self._flags)
+        if t0 < 0:
+            t0 = self._slow(h, t0, 1, self._flags, self._blocking, self._timeout)
+        _active.set((self, h, t0, _active.get()))
+        return self
+
+    def __exit__(self, et: Any, ev: Any, tb: Any) -> None:
+        top = _active.get()
+        if top is None or top[0] is not self:
+            raise RuntimeError("RateLimiter.__exit__ without a matching __enter__ in this thread or task")
+        _active.set(top[3])
+        self._exit(top[1], top[2], 1, et is not None)
+
+    async def __aenter__(self) -> "RateLimiter":
+        h = self._h
+        t0 = self._enter_raw(h, 1, self._flags)
+        if t0 < 0:
+            t0 = await self._slow_async(h, t0, 1, self._flags, self._blocking, self._timeout)
+        _active.set((self, h, t0, _active.get()))
+        return self
+
+    async def __aexit__(self, et: Any, ev: Any, tb: Any) -> None:
+        self.__exit__(et, ev, tb)
+
+    # --------------------------------------------------------- acquire API
+
+    def _target(self, key: Optional[Union[str, bytes]]) -> "RateLimiter":
+        return self if key is None else self.for_key(key)
+
+    def _check_n(self, n: object) -> int:
+        if not is_int(n):
+            raise TypeError("n must be an int, not %s" % type(n).__name__)
+        if n < 0 or n > 2**63 - 1:  # type: ignore[operator]
+            raise ArgumentError("n=%r is outside 0..2147483647" % (n,), lib.SW_ERANGE)
+        return cast(int, n)
+
+    def _permit(self, h: Any, n: int, t0: int, info: list) -> Permit:
+        remaining = info[1] if info[1] is not None else lib.swpy_decision().remaining
+        return Permit(self, n, True, 0.0, info[0], remaining, info[2], h, t0)
+
+    def acquire(self, n: int = 1, *, key: Optional[Union[str, bytes]] = None, block: Optional[bool] = None,
+                timeout: Optional[float] = None) -> Permit:
+        """Enter with n units; returns an admitted :class:`Permit` (release it,
+        or use it in a ``with``). Raises BlockedError when refused, unless
+        blocking (this call's ``block``, else the limiter's): then retries
+        until ``timeout`` seconds (this call's, else the limiter's)."""
+        lim = self._target(key)
+        n = self._check_n(n)
+        if block is None:
+            block = lim._blocking
+        if timeout is None:
+            timeout = lim._timeout
+        h = lim._h
+        info: list = [0.0, None, False]
+        rc = lim._enter_raw(h, n, lim._flags)
+        if rc >= 0:
+            info[1] = lib.swpy_decision().remaining
+        else:
+            rc = lim._slow(h, rc, n, lim._flags, bool(block), timeout, info)
+        return lim._permit(h, n, rc, info)
+
+    async def acquire_async(self, n: int = 1, *, key: Optional[Union[str, bytes]] = None,
+                            block: Optional[bool] = None, timeout: Optional[float] = None) -> Permit:
+        """:meth:`acquire` for coroutines: waits with ``asyncio.sleep``."""
+        lim = self._target(key)
+        n = self._check_n(n)
+        if block is None:
+            block = lim._blocking
+        if timeout is None:
+            timeout = lim._timeout
+        h = lim._h
+        info: list = [0.0, None, False]
+        rc = lim._enter_raw(h, n, lim._flags)
+        if rc >= 0:
+            info[1] = lib.swpy_decision().remaining
+        else:
+            rc = await lim._slow_async(h, rc, n, lim._flags, bool(block), timeout, info)
+        return lim._permit(h, n, rc, info)
+
+    def try_acquire(self, n: int = 1, *, key: Optional[Union[str, bytes]] = None) -> Permit:
+        """Enter with n units without raising on a refusal: returns a
+        :class:`Permit`, true when admitted (release it when done), false
+        with ``retry_after`` when refused. An admission that must wait
+        (pacing) is waited for with time.sleep before returning."""
+        try:
+            return self.acquire(n, key=key, block=False)
+        except BlockedError as e:
+            return Permit(self._target(key), n, False, e.retry_after, 0.0, e.remaining, False, None, 0)
+
+    async def try_acquire_async(self, n: int = 1, *, key: Optional[Union[str, bytes]] = None) -> Permit:
+        """:meth:`try_acquire` for coroutines."""
+        try:
+            return await self.acquire_async(n, key=key, block=False)
+        except BlockedError as e:
+            return Permit(self._target(key), n, False, e.retry_after, 0.0, e.remaining, False, None, 0)
+
+    # ------------------------------------------------------------- per key
+
+    def for_key(self, key: Union[str, bytes]) -> "RateLimiter":
+        """The limiter of key (created on first use, with this limiter's rule
+        and settings): a RateLimiter usable in every way this one is. Keys
+        live in the shared segment (as ``"<name>:<key>"``) when there is one,
+        else in a registry of ``capacity`` keys made on first use."""
+        root = self._root
+        if self._key is not None:
+            raise TypeError("for_key() of a key's limiter: call it on the limiter that made it")
+        if isinstance(key, bytes):
+            skey = key.decode("utf-8", "surrogateescape")
+        elif isinstance(key, str):
+            skey = key
+        else:
+            raise TypeError("key must be str or bytes, not %s" % type(key).__name__)
+        child = root.keys.get(skey)
+        if child is not None and child._h is not _CLOSED:
+            return child
+        if self._h is _CLOSED:
+            raise ClosedError(self._closed_msg())
+        with root.lock:
+            child = root.keys.get(skey)
+            if child is not None and child._h is not _CLOSED:
+                return child
+            if root.registry is None:
+                p = ffi.new("sw_registry **")
+                check(lib.sw_registry_create(p, root.capacity, root.opts), "registry")
+                root.registry = ffi.gc(p[0], lib.sw_registry_free)
+            bname = to_bytes_name(root.prefix + skey, "key")
+            try:
+                h = self._registry_get(bname, "key")
+            except RegistryFullError:
+                if root.on_full == "raise":
+                    raise
+                return self._overflow()
+            child = self._child(h, skey)
+            root.keys[skey] = child
+            return child
+
+    def _child(self, h: Any, key: str) -> "RateLimiter":
+        child = object.__new__(RateLimiter)
+        child.__dict__.update(self.__dict__)
+        child._h = h
+        child._key = key
+        child._site = None
+        self._root.members.append(child)
+        return child
+
+    def _overflow(self) -> "RateLimiter":
+        root = self._root
+        if root.overflow is None:
+            opts = root.opts
+            if root.on_full == "allow":
+                opts = ffi.gc(lib.sw_options_clone(root.opts), lib.sw_options_free)
+                hi = ffi.new("double *")
+                check(lib.sw_option_bounds(lib.SW_OPT_THRESHOLD, ffi.NULL, hi, ffi.NULL))
+                set_opt(opts, lib.SW_OPT_THRESHOLD, hi[0])
+                set_opt(opts, lib.SW_OPT_BEHAVIOR, lib.SW_BEHAVIOR_REJECT)
+            p = ffi.new("sw_limiter **")
+            check(lib.sw_limiter_create(p, opts), "overflow limiter")
+            root.overflow = self._child(ffi.gc(p[0], lib.sw_limiter_free), "<overflow>")
+        return root.overflow
+
+    def keys(self) -> List[str]:
+        """The keys that have a limiter (in a segment: this limiter's keys
+        created by any process), in creation order."""
+        root = self._root
+        reg = root.registry
+        if reg is None:
+            return []
+        out = []
+        name = ffi.new("const char **")
+        for i in range(lib.sw_registry_count(reg)):
+            if lib.sw_registry_at(reg, i, ffi.NULL, name) == 0:
+                s = ffi.string(name[0]).decode("utf-8", "surrogateescape")
+                if root.prefix:
+                    if s.startswith(root.prefix):
+                        out.append(s[len(root.prefix):])
+                else:
+                    out.append(s)
+        return out
+
+    @property
+    def capacity(self) -> int:
+        return self._root.capacity
+
+    # ---------------------------------------------------------- statistics
+
+    def stats(self, now: Optional[int] = None) -> Stats:
+        """Pass / block / success / exception QPS, average and minimum RT,
+        requests in flight and borrowed passes waiting, at now (ms; default:
+        the limiter's clock)."""
+        h = self._handle()
+        t = self._now() if now is None else want_now(now)
+        node = lib.sw_limiter_node(h)
+
+        def f(v: float) -> float:
+            if v < 0:
+                raise error_from_code(int(v), "stats")
+            return v
+
+        return Stats(
+            pass_qps=f(lib.sw_node_pass_qps_at(node, t)),
+            block_qps=f(lib.sw_node_block_qps_at(node, t)),
+            success_qps=f(lib.sw_node_success_qps_at(node, t)),
+            exception_qps=f(lib.sw_node_exception_qps_at(node, t)),
+            total_qps=f(lib.sw_node_total_qps_at(node, t)),
+            occupied_pass_qps=f(lib.sw_node_occupied_pass_qps_at(node, t)),
+            avg_rt=f(lib.sw_node_avg_rt_at(node, t)),
+            min_rt=f(lib.sw_node_min_rt_at(node, t)),
+            max_success_qps=f(lib.sw_node_max_success_qps_at(node, t)),
+            concurrency=int(f(lib.sw_node_concurrency(node))),
+            waiting=int(f(lib.sw_node_waiting_at(node, t))),
+            time_ms=t,
+        )
+
+    def second_metric(self) -> "Metric":
+        """The node's per-second metric (borrowed: a live view)."""
+        from ._window import Metric
+
+        h = self._handle()
+        return Metric._borrowed(keep_alive(lib.sw_node_second_metric(lib.sw_limiter_node(h)), h))
+
+    def minute_metric(self) -> "Metric":
+        """The node's per-minute metric (borrowed: a live view)."""
+        from ._window import Metric
+
+        h = self._handle()
+        return Metric._borrowed(keep_alive(lib.sw_node_minute_metric(lib.sw_limiter_node(h)), h))
+
+    def rule(self) -> Dict[str, Any]:
+        """The rule in force (it may have been changed by another process
+        sharing the segment)."""
+        h = self._handle()
+        o = new_options()
+        check(lib.sw_limiter_get_rule(h, o))
+        qps = get_opt(o, lib.SW_OPT_GRADE) == lib.SW_GRADE_QPS
+        return {
+            "grade": "qps" if qps else "concurrency",
+            "threshold": get_opt(o, lib.SW_OPT_THRESHOLD),
+            "behavior": _BEHAVIOR_NAMES.get(int(get_opt(o, lib.SW_OPT_BEHAVIOR)), "?"),
+            "max_queue": get_opt(o, lib.SW_OPT_MAX_QUEUE_MS) / 1000.0,
+            "warm_up": int(get_opt(o, lib.SW_OPT_WARM_UP_SEC)),
+            "cold_factor": int(get_opt(o, lib.SW_OPT_COLD_FACTOR)),
+            "strict": bool(get_opt(o, lib.SW_OPT_STRICT)),
+        }
+
+    def set_threshold(self, value: float) -> None:
+        """Change the threshold (QPS or concurrency) at run time, keeping the
+        statistics and the pacing / warm-up state. A key's limiter changes
+        alone; the limiter that made keys changes itself only (keys made
+        later start with the original rule)."""
+        h = self._handle()
+        o = new_options()
+        check(lib.sw_limiter_get_rule(h, o))
+        set_opt(o, lib.SW_OPT_THRESHOLD, want_real(value, "threshold"), "threshold")
+        check(lib.sw_limiter_set_rule(h, o), "set_threshold")
+
+    # ------------------------------------------------------------- closing
+
+    def close(self) -> None:
+        """Release the limiter (and, for the limiter that made them, every
+        key's limiter and the segment mapping). Later use raises
+        :class:`ClosedError`; calls already inside the C library finish
+        safely (memory is freed when the last of them returns)."""
+        root = self._root
+        if self._key is not None:  # a key's limiter: only this handle
+            with root.lock:
+                self._h = _CLOSED
+                if self._site is not None:
+                    lib.swpy_site_clear(self._site)
+            return
+        with root.lock:
+            root.closed = True
+            for m in root.members:
+                m._h = _CLOSED
+                if m._site is not None:
+                    lib.swpy_site_clear(m._site)
+            root.members.clear()
+            root.keys.clear()
+            root.overflow = None
+            root.registry = None
+            root.segment = None
+
+    # --------------------------------------------------------- processes
+
+    def __reduce__(self) -> Tuple[Any, ...]:
+        root = self._root
+        if root.init_kwargs is None:
+            raise TypeError(
+                "a RateLimiter without segment= lives in this process's memory and cannot be "
+                "sent to another process; use segment= to share one across processes"
+            )
+        return (_reopen, (root.init_kwargs, self._key))
+
+
+def _reopen(kwargs: Dict[str, Any], key: Optional[str]) -> RateLimiter:
+    lim = RateLimiter(**kwargs)
+    return lim if key is None else lim.for_key(key)
+
+
+def now_ms() -> int:
+    """libsw's clock (CLOCK_MONOTONIC), in milliseconds."""
+    return lib.sw_now_ms()

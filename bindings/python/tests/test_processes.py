@@ -1,0 +1,116 @@
+"""Shared segments: several processes update one limiter exactly."""
+import multiprocessing as mp
+import os
+import pickle
+
+import pytest
+
+import libsw
+from conftest import T0
+import _workers
+
+K = 4
+N = 2000
+
+
+def run(ctx_name, target, args_per_child, together=False):
+    """Run target(*args, [go,] q) in one process per args; their results."""
+    ctx = mp.get_context(ctx_name)
+    q = ctx.Queue()
+    go = ctx.Barrier(len(args_per_child))  # the children start together
+    extra = (go, q) if together else (q,)
+    ps = [ctx.Process(target=target, args=args + extra) for args in args_per_child]
+    for p in ps:
+        p.start()
+    results = [q.get(timeout=120) for _ in ps]
+    for p in ps:
+        p.join(60)
+        assert p.exitcode == 0
+    return results
+
+
+@pytest.mark.parametrize("ctx_name", ["fork", "spawn"])
+def test_exact_shared_counts(ctx_name, shm_name):
+    clock = libsw.ManualClock(T0)  # pickled: every child has the same time
+    lim = libsw.RateLimiter(1e9, segment=shm_name, name="api", capacity=8, clock=clock)
+    results = run(ctx_name, _workers.decorated, [(lim, N)] * K, together=True)
+    assert results == [N] * K
+    assert lim.second_metric().window_pass(now=T0) == K * N
+    s = lim.stats()
+    assert s.pass_qps == K * N and s.success_qps == K * N and s.concurrency == 0
+
+
+@pytest.mark.parametrize("ctx_name", ["fork", "spawn"])
+def test_strict_across_processes(ctx_name, tmp_path):
+    threshold = 300
+    path = str(tmp_path / "segment")  # a file path works as well as a shm name
+    clock = libsw.ManualClock(T0)
+    lim = libsw.RateLimiter(threshold, segment=path, capacity=4, clock=clock, strict=True)
+    results = run(ctx_name, _workers.hammer, [(lim, threshold)] * K, together=True)
+    assert sum(results) == threshold
+    assert lim.stats().pass_qps == threshold
+
+
+def test_segment_opened_twice_in_one_process(shm_name, clock):
+    a = libsw.RateLimiter(5, segment=shm_name, capacity=4, clock=clock)
+    b = libsw.RateLimiter(5, segment=shm_name, capacity=4, clock=clock)
+    for _ in range(3):
+        a.acquire().release()
+    for _ in range(2):
+        b.acquire().release()
+    assert not a.try_acquire() and not b.try_acquire()
+    assert a.segment_name == shm_name
+    a.close()
+    assert b.stats().pass_qps == 5
+
+
+def test_segment_rule_follows_the_limiter(shm_name, clock):
+    a = libsw.RateLimiter(5, segment=shm_name, name="x", capacity=4, clock=clock)
+    b = libsw.RateLimiter(2, segment=shm_name, name="y", capacity=4, clock=clock)
+    assert a.rule()["threshold"] == 5 and b.rule()["threshold"] == 2
+    assert sum(bool(b.try_acquire()) for _ in range(5)) == 2
+
+
+def test_use_after_fork(shm_name, clock):
+    heap = libsw.RateLimiter(100, clock=clock)
+    heap.acquire().release()
+    seg = libsw.RateLimiter(100, segment=shm_name, capacity=4, clock=clock)
+    [(out, child_pass, ok)] = run("fork", _workers.use_after_fork, [(heap, seg)])
+    assert out == [1, 1, 1] and ok
+    assert child_pass == 4  # the child's copy: 1 from before the fork + 3
+    assert heap.stats().pass_qps == 1  # the parent's heap limiter is its own
+    assert seg.stats().pass_qps == 5  # the segment is shared
+
+
+def test_use_after_os_fork(clock):
+    lim = libsw.RateLimiter(3, clock=clock)
+    lim.acquire().release()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        try:
+            code = 0 if [bool(lim.try_acquire()) for _ in range(3)] == [True, True, False] else 1
+            os.write(w, b"%d" % code)
+        finally:
+            os._exit(0)
+    os.close(w)
+    assert os.read(r, 8) == b"0"
+    os.waitpid(pid, 0)
+    os.close(r)
+    assert lim.stats().pass_qps == 1
+
+
+def test_heap_limiter_is_not_picklable():
+    with pytest.raises(TypeError, match="segment"):
+        pickle.dumps(libsw.RateLimiter(1))
+
+
+def test_segment_limiter_pickles(shm_name, clock):
+    lim = libsw.RateLimiter(10, segment=shm_name, name="api", capacity=4, clock=clock)
+    lim.acquire().release()
+    again = pickle.loads(pickle.dumps(lim))
+    assert again.stats().pass_qps == 1
+    key = lim.for_key("k")
+    key.acquire().release()
+    key2 = pickle.loads(pickle.dumps(key))
+    assert key2.key == "k" and key2.stats().pass_qps == 1
