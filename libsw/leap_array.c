@@ -589,6 +589,16 @@ SW_API int sw_leap_array_add(sw_leap_array *la, uint32_t field, int64_t n) {
   return sw_leap_array_add_at(la, sw_now_ms(), field, n);
 }
 
+SW_API int sw_leap_array_bucket_get(const sw_leap_array *la, const void *bucket, uint32_t field,
+                                    int64_t *out) {
+  int rc = sw__field_check(la, field);
+  if (rc < 0) return rc;
+  SW__CHECK_NULL(bucket, "bucket");
+  SW__CHECK_NULL(out, "out");
+  *out = la->vt.get(la->ctx, bucket, field);
+  return SW_OK;
+}
+
 SW_API int sw_leap_array_sum_at(const sw_leap_array *la, int64_t t, uint32_t field,
                                 int64_t *out) {
   int rc = sw__field_check(la, field);

@@ -218,10 +218,17 @@ static int sw__lock(pthread_mutex_t *m, sw_registry *r) {
 }
 
 SW_API int sw_registry_get(sw_registry *r, const char *name, sw_limiter **out) {
+  return sw_registry_get_ex(r, name, NULL, out);
+}
+
+SW_API int sw_registry_get_ex(sw_registry *r, const char *name, const sw_options *opts,
+                              sw_limiter **out) {
   int rc = sw_registry_find(r, name, out);
   if (rc != 0) return rc < 0 ? rc : SW_OK;
   if (r->readonly)
     return sw__fail(SW_EPERM, "%s is not in the registry, which is attached read-only", name);
+  sw__rule rule = r->hdr->rule;
+  if (opts && (rc = sw__rule_from(opts, &rule)) < 0) return rc;
   if ((rc = sw__lock(&r->hdr->insert_lock, r)) < 0) return rc;
   uint32_t hash = sw__hash(name), empty;
   bool busy;
@@ -244,7 +251,7 @@ SW_API int sw_registry_get(sw_registry *r, const char *name, sw_limiter **out) {
     atomic_store(&e->state, SW__ENTRY_BUSY);
     atomic_store(&r->hdr->count, block + 1);
     void *mem = r->blocks + (uint64_t)block * r->hdr->block_size;
-    if ((rc = sw__limiter_init(mem, &r->hdr->geom, &r->hdr->rule, r->shared)) < 0) {
+    if ((rc = sw__limiter_init(mem, &r->hdr->geom, &rule, r->shared)) < 0) {
       pthread_mutex_unlock(&r->hdr->insert_lock);
       return rc;
     }

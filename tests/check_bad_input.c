@@ -2193,6 +2193,36 @@ static void bad_sw_cluster_entry_exact(void) {
   sw_cluster_free(c);
 }
 
+static void bad_sw_leap_array_bucket_get(void) {
+  sw_leap_array *la;
+  ck_assert_int_eq(sw_leap_array_create_by_name(&la, SW_TYPE_METRIC, NULL, 2, 1000), SW_OK);
+  sw_window w;
+  ck_assert_int_eq(sw_leap_array_current_window_at(la, 1000, &w), SW_OK);
+  int64_t v;
+  EXPECT(sw_leap_array_bucket_get(NULL, w.bucket, 0, &v), SW_ENULL);
+  EXPECT(sw_leap_array_bucket_get(la, NULL, 0, &v), SW_ENULL);
+  EXPECT(sw_leap_array_bucket_get(la, w.bucket, 0, NULL), SW_ENULL);
+  EXPECT(sw_leap_array_bucket_get(la, w.bucket, SW_FIELD_MIN_RT + 1, &v), SW_ERANGE);
+  EXPECT(sw_leap_array_bucket_get(la, w.bucket, UINT32_MAX, &v), SW_ERANGE);
+  EXPECT_OK(sw_leap_array_bucket_get(la, w.bucket, SW_EVENT_PASS, &v));
+  sw_leap_array_free(la);
+}
+
+static void bad_sw_registry_get_ex(void) {
+  sw_registry *r = registry_with(2, NULL);
+  sw_limiter *l;
+  EXPECT(sw_registry_get_ex(NULL, "a", NULL, &l), SW_ENULL);
+  EXPECT(sw_registry_get_ex(r, NULL, NULL, &l), SW_ENULL);
+  EXPECT(sw_registry_get_ex(r, "a", NULL, NULL), SW_ENULL);
+  EXPECT(sw_registry_get_ex(r, "", NULL, &l), SW_ERANGE);
+  EXPECT(sw_registry_get_ex(r, NAME64, NULL, &l), SW_ERANGE);
+  EXPECT(sw_registry_get_ex(r, "a", bad_rule(0), &l), SW_EINVAL);
+  ck_assert_int_eq(sw_registry_count(r), 0); /* a bad rule creates nothing */
+  EXPECT_OK(sw_registry_get_ex(r, "a", OPTS({SW_OPT_THRESHOLD, 3}), &l));
+  EXPECT_OK(sw_registry_get_ex(r, "b", NULL, &l));
+  EXPECT(sw_registry_get_ex(r, "c", NULL, &l), SW_EFULL);
+}
+
 static void bad_sw_segment_unlink(void) {
   EXPECT(sw_segment_unlink(NULL), SW_ENULL);
   EXPECT(sw_segment_unlink(""), SW_ERANGE);
@@ -2389,6 +2419,8 @@ static const entry table[] = {
     E(sw_segment_registry),
     E(sw_segment_size),
     E(sw_segment_unlink),
+    E(sw_leap_array_bucket_get),
+    E(sw_registry_get_ex),
     E(sw_lease_script),
     E(sw_lease_next_call),
     E(sw_lease_apply),

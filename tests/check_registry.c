@@ -373,9 +373,43 @@ START_TEST(test_concurrent_get_many_names) {
 }
 END_TEST
 
+/* A name created with its own rule starts with it; an existing name keeps
+ * the rule it has; a bad rule creates nothing. */
+START_TEST(test_get_ex_creates_with_rule) {
+  sw_options *o;
+  ck_ok(sw_options_create(&o));
+  ck_ok(sw_options_set_double(o, SW_OPT_THRESHOLD, 10));
+  sw_registry *r;
+  ck_ok(sw_registry_create(&r, 4, o));
+  sw_options *mine;
+  ck_ok(sw_options_create(&mine));
+  ck_ok(sw_options_set_double(mine, SW_OPT_THRESHOLD, 2));
+  sw_limiter *l, *again;
+  ck_ok(sw_registry_get_ex(r, "vip", mine, &l));
+  sw_decision d;
+  int passed = 0;
+  for (int i = 0; i < 5; i++) {
+    ck_ok(sw_limiter_entry_at(l, 1000, 1, 0, &d));
+    passed += d.verdict == SW_VERDICT_PASS;
+  }
+  ck_assert_int_eq(passed, 2);
+  ck_ok(sw_registry_get_ex(r, "vip", o, &again)); /* exists: rule unchanged */
+  ck_assert_ptr_eq(again, l);
+  ck_ok(sw_limiter_entry_at(l, 1000, 1, 0, &d));
+  ck_assert_int_eq(d.verdict, SW_VERDICT_BLOCK);
+  ck_ok(sw_options_set(mine, SW_OPT_BEHAVIOR, SW_BEHAVIOR_PACING));
+  ck_ok(sw_options_set(mine, SW_OPT_GRADE, SW_GRADE_CONCURRENCY));
+  ck_sw(sw_registry_get_ex(r, "bad", mine, &l), SW_EINVAL);
+  ck_assert_int_eq(sw_registry_count(r), 1);
+  sw_registry_free(r);
+  sw_options_free(mine);
+  sw_options_free(o);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("registry");
-  SW_TCASE(s, "core", test_create, test_get_and_find, test_names, test_full,
+  SW_TCASE(s, "core", test_get_ex_creates_with_rule, test_create, test_get_and_find, test_names, test_full,
            test_at_in_creation_order, test_rules_per_limiter);
   SW_TCASE(s, "threads", test_concurrent_get_same_name, test_concurrent_get_many_names);
   return sw_test_run(s);

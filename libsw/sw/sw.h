@@ -299,6 +299,9 @@ SW_API int sw_leap_array_values_on_condition_at(const sw_leap_array *la, int64_t
  * n in 0..INT32_MAX (SW_ERANGE), field < field_count (SW_ERANGE). */
 SW_API int sw_leap_array_add(sw_leap_array *la, uint32_t field, int64_t n);
 SW_API int sw_leap_array_add_at(sw_leap_array *la, int64_t t, uint32_t field, int64_t n);
+/* One field of one bucket of this array (e.g. from sw_leap_array_list_at). */
+SW_API int sw_leap_array_bucket_get(const sw_leap_array *la, const void *bucket, uint32_t field,
+                                    int64_t *out);
 /* Combine field over list_at(t) by its kind (sum, min, max). */
 SW_API int sw_leap_array_sum_at(const sw_leap_array *la, int64_t t, uint32_t field,
                                 int64_t *out);
@@ -674,6 +677,11 @@ SW_API void sw_registry_free(sw_registry *r);
 /* The limiter of name, created on first use (borrowed: it lives as long as
  * the registry). SW_EFULL when full, SW_ERANGE for a bad name. */
 SW_API int sw_registry_get(sw_registry *r, const char *name, sw_limiter **out);
+/* Same, and a limiter created by this call starts with the rule of opts
+ * (validated first) instead of the registry's; an existing one is returned
+ * as it is. NULL opts: the registry's rule. */
+SW_API int sw_registry_get_ex(sw_registry *r, const char *name, const sw_options *opts,
+                              sw_limiter **out);
 /* The limiter of name if it exists: 1 / 0. */
 SW_API int sw_registry_find(sw_registry *r, const char *name, sw_limiter **out);
 SW_API uint32_t sw_registry_capacity(const sw_registry *r);
