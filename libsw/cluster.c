@@ -36,6 +36,7 @@ SW_API int sw_cluster_add(sw_cluster *c, sw_limiter *l, const char *resource) {
   return sw__not_built();
 }
 SW_API int sw_cluster_refill(sw_cluster *c) { return sw__not_built(); }
+SW_API int sw_cluster_remove(sw_cluster *c, sw_limiter *l) { return sw__not_built(); }
 SW_API int sw_cluster_start(sw_cluster *c) { return sw__not_built(); }
 SW_API int64_t sw_cluster_round_trips(const sw_cluster *c) { return sw__not_built(); }
 SW_API int sw_cluster_entry_exact(sw_cluster *c, sw_limiter *l, int64_t n, sw_decision *d) {
@@ -120,6 +121,21 @@ SW_API int sw_cluster_add(sw_cluster *c, sw_limiter *l, const char *resource) {
     snprintf(c->items[c->count].key, sizeof c->items[0].key, "sw:{%s}", resource);
     c->count++;
   }
+  pthread_mutex_unlock(&c->lock);
+  return rc;
+}
+
+SW_API int sw_cluster_remove(sw_cluster *c, sw_limiter *l) {
+  SW__CLUSTER_CHECK(c);
+  SW__CHECK_NULL(l, "limiter");
+  int rc = sw__fail(SW_ENOTFOUND, "the limiter was not added to this cluster");
+  pthread_mutex_lock(&c->lock); /* a refill round in progress finishes first */
+  for (int i = 0; i < c->count; i++)
+    if (c->items[i].l == l) {
+      c->items[i] = c->items[--c->count];
+      rc = SW_OK;
+      break;
+    }
   pthread_mutex_unlock(&c->lock);
   return rc;
 }

@@ -2151,6 +2151,20 @@ static void bad_sw_cluster_add(void) {
   sw_cluster_free(c);
 }
 
+static void bad_sw_cluster_remove(void) {
+  EXPECT(sw_cluster_remove(NULL, NULL), cluster_built() ? SW_ENULL : SW_ENOTSUP);
+  if (!cluster_built()) return;
+  sw_cluster *c;
+  ck_assert_int_eq(sw_cluster_create(&c, "127.0.0.1:1", NULL), SW_OK);
+  sw_limiter *l = limiter_cluster();
+  EXPECT(sw_cluster_remove(c, NULL), SW_ENULL);
+  EXPECT(sw_cluster_remove(c, l), SW_ENOTFOUND);
+  EXPECT_OK(sw_cluster_add(c, l, "r"));
+  EXPECT_OK(sw_cluster_remove(c, l));
+  EXPECT(sw_cluster_remove(c, l), SW_ENOTFOUND);
+  sw_cluster_free(c);
+}
+
 static void bad_sw_cluster_refill(void) {
   EXPECT(sw_cluster_refill(NULL), cluster_built() ? SW_ENULL : SW_ENOTSUP);
   if (!cluster_built()) return;
@@ -2430,6 +2444,7 @@ static const entry table[] = {
     E(sw_cluster_free),
     E(sw_cluster_add),
     E(sw_cluster_refill),
+    E(sw_cluster_remove),
     E(sw_cluster_start),
     E(sw_cluster_round_trips),
     E(sw_cluster_entry_exact),

@@ -651,6 +651,8 @@ SW_API void sw_cluster_free(sw_cluster *c);
  * under Redis key "sw:{resource}". Processes that share a budget use the
  * same resource name. */
 SW_API int sw_cluster_add(sw_cluster *c, sw_limiter *l, const char *resource);
+/* Stop keeping l's lease (before freeing l). SW_ENOTFOUND if not added. */
+SW_API int sw_cluster_remove(sw_cluster *c, sw_limiter *l);
 /* One refill round now: the calls due, as one pipeline per Redis node.
  * Returns the number of calls made, or an error (some failed: their limiters
  * count Redis as down). */
