@@ -71,6 +71,63 @@ _BEHAVIORS = {
 }
 _BEHAVIOR_NAMES = {v: k for k, v in _BEHAVIORS.items()}
 
+_FAILURES = {
+    "local": lib.SW_CLUSTER_FALLBACK_LOCAL,
+    "open": lib.SW_CLUSTER_FAIL_OPEN,
+    "closed": lib.SW_CLUSTER_FAIL_CLOSED,
+}
+
+
+class _Cluster:
+    """One sw_cluster (connections + refiller thread) per Redis address and
+    process. It keeps the limiters it refills alive until they are closed;
+    a forked child gets a cluster of its own (threads do not survive fork)."""
+
+    _all: Dict[Tuple[str, int], "_Cluster"] = {}
+    _lock = threading.Lock()
+
+    def __init__(self, servers: str, opts: Any) -> None:
+        address = servers[len("redis://"):] if servers.startswith("redis://") else servers
+        self.address = address.encode("utf-8")
+        self.opts = opts
+        self.items: Dict[int, Tuple[Any, bytes]] = {}  # id(handle) -> (handle, resource)
+        self.handle = self._open()
+
+    def _open(self) -> Any:
+        p = ffi.new("sw_cluster **")
+        check(lib.sw_cluster_create(p, self.address, self.opts), "cluster %r" % (self.address,))
+        check(lib.sw_cluster_start(p[0]), "cluster refiller")
+        return p[0]  # never freed: a limiter may still be in use at exit
+
+    @classmethod
+    def get(cls, servers: str, opts: Any) -> "_Cluster":
+        key = (servers, int(get_opt(opts, lib.SW_OPT_CLUSTER_TIMEOUT_MS)))
+        with cls._lock:
+            c = cls._all.get(key)
+            if c is None:
+                c = cls._all[key] = cls(servers, opts)
+            return c
+
+    def add(self, h: Any, resource: bytes) -> None:
+        check(lib.sw_cluster_add(self.handle, h, resource), "cluster resource %r" % (resource,))
+        self.items[id(h)] = (h, resource)
+
+    def remove(self, h: Any) -> None:
+        if self.items.pop(id(h), None) is not None:
+            lib.sw_cluster_remove(self.handle, h)
+
+    @classmethod
+    def _after_fork(cls) -> None:
+        cls._lock = threading.Lock()
+        for c in cls._all.values():
+            c.handle = c._open()  # the parent's refiller thread is gone here
+            for h, resource in c.items.values():
+                lib.sw_cluster_add(c.handle, h, resource)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_Cluster._after_fork)
+
 # The rule keys (what sw_limiter_set_rule takes), compared when a limiter in a
 # shared segment may carry another process's rule.
 _RULE_KEYS = (
@@ -259,6 +316,11 @@ class RateLimiter:
         reset: bool = False,
         sleep: Optional[Callable[[float], Any]] = None,
         async_sleep: Optional[Callable[[float], Awaitable[Any]]] = None,
+        cluster: Optional[str] = None,
+        lease: int = 100,
+        cluster_failure: str = "local",
+        cluster_nodes: int = 1,
+        cluster_timeout: float = 0.1,
     ) -> None:
         init_kwargs = dict(
             qps=qps, name=name, concurrency=concurrency, behavior=behavior, max_queue=max_queue,
@@ -313,6 +375,19 @@ class RateLimiter:
         set_opt(opts, lib.SW_OPT_SECOND_INTERVAL_MS, seconds_to_ms(interval, "interval"), "interval")
         if stripes is not None:
             set_opt(opts, lib.SW_OPT_STRIPES, want_int(stripes, "stripes", 1, 64), "stripes")
+        if cluster is not None:
+            if not isinstance(cluster, str):
+                raise TypeError("cluster must be a str like 'host:port[,host:port]'")
+            if cluster_failure not in _FAILURES:
+                raise ValueError("cluster_failure=%r is not one of %s"
+                                 % (cluster_failure, ", ".join(sorted(_FAILURES))))
+            set_opt(opts, lib.SW_OPT_CLUSTER, 1)
+            set_opt(opts, lib.SW_OPT_CLUSTER_LEASE, want_int(lease, "lease", 1, 10**9), "lease")
+            set_opt(opts, lib.SW_OPT_CLUSTER_FAILURE, _FAILURES[cluster_failure])
+            set_opt(opts, lib.SW_OPT_CLUSTER_NODES, want_int(cluster_nodes, "cluster_nodes", 1, 10**6),
+                    "cluster_nodes")
+            set_opt(opts, lib.SW_OPT_CLUSTER_TIMEOUT_MS, seconds_to_ms(cluster_timeout, "cluster_timeout"),
+                    "cluster_timeout")
         root.capacity = capacity
         root.on_full = on_full
 
@@ -332,6 +407,17 @@ class RateLimiter:
             root.registry = keep_alive(lib.sw_segment_registry(root.segment), root.segment)
             self._h = self._registry_get(self.name.encode("utf-8"), what="name")
         root.members.append(self)
+        self._cluster: Optional[_Cluster] = None
+        if cluster is not None:
+            self._cluster = _Cluster.get(cluster, opts)
+            self._cluster.add(self._h, (self.name or "default").encode("utf-8"))
+
+    def lease_stats(self) -> Dict[str, int]:
+        """The cluster lease of this limiter: calls, granted, tokens, up, ..."""
+        info = ffi.new("sw_lease_info *")
+        check(lib.sw_lease_stats(self._handle(), self._now(), info), "lease_stats")
+        return {k: int(getattr(info, k)) for k in
+                ("calls", "granted", "tokens", "offset_ms", "down_since_ms", "up", "need")}
 
     def _registry_get(self, bname: bytes, what: str) -> Any:
         """The registry's limiter of bname, holding the registry alive, with
@@ -761,6 +847,8 @@ class RateLimiter:
                     raise
                 return self._overflow()
             child = self._child(h, skey)
+            if self._cluster is not None:  # each key is a fleet-wide budget of its own
+                self._cluster.add(h, bname)
             root.keys[skey] = child
             return child
 
@@ -900,6 +988,8 @@ class RateLimiter:
         with root.lock:
             root.closed = True
             for m in root.members:
+                if m._cluster is not None and m._h is not _CLOSED:
+                    m._cluster.remove(m._h)  # before the handle can be freed
                 m._h = _CLOSED
                 if m._site is not None:
                     lib.swpy_site_clear(m._site)
