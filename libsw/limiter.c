@@ -34,6 +34,8 @@ int sw__rule_from(const sw_options *opts, sw__rule *r) {
   sw_options_get(opts, SW_OPT_WARM_UP_SEC, &r->warm_up_sec);
   sw_options_get(opts, SW_OPT_CLUSTER, &v);
   r->cluster = (int32_t)v;
+  sw_options_get(opts, SW_OPT_DRY_RUN, &v);
+  r->dry_run = (int32_t)v;
   sw_options_get(opts, SW_OPT_CLUSTER_FAILURE, &v);
   r->failure = (int32_t)v;
   sw_options_get(opts, SW_OPT_CLUSTER_LEASE, &r->lease);
@@ -224,6 +226,23 @@ SW_API int sw_limiter_set_rule(sw_limiter *l, const sw_options *opts) {
   return SW_OK;
 }
 
+SW_API int sw_limiter_set_dry_run(sw_limiter *l, int on) {
+  SW__LIMITER_CHECK(l);
+  SW__CHECK_WRITABLE(l);
+  if (on != 0 && on != 1) return sw__fail(SW_EINVAL, "dry-run on=%d: want 0 or 1", on);
+  int rc = pthread_mutex_lock(&l->hdr->rule_lock);
+  if (rc == EOWNERDEAD)
+    pthread_mutex_consistent(&l->hdr->rule_lock);
+  else if (rc != 0)
+    return sw__fail(SW_ESTATE, "rule lock unusable: %s", strerror(rc));
+  sw__rule r;
+  sw__rule_load_ex(l->hdr, &r, true);
+  r.dry_run = on;
+  sw__rule_store(l->hdr, &r);
+  pthread_mutex_unlock(&l->hdr->rule_lock);
+  return SW_OK;
+}
+
 SW_API int sw_limiter_get_rule(const sw_limiter *l, sw_options *opts) {
   SW__LIMITER_CHECK(l);
   SW__CHECK_NULL(opts, "options");
@@ -237,6 +256,7 @@ SW_API int sw_limiter_get_rule(const sw_limiter *l, sw_options *opts) {
   sw_options_set(opts, SW_OPT_MAX_QUEUE_MS, r.max_queue_ms);
   sw_options_set(opts, SW_OPT_WARM_UP_SEC, r.warm_up_sec);
   sw_options_set(opts, SW_OPT_CLUSTER, r.cluster);
+  sw_options_set(opts, SW_OPT_DRY_RUN, r.dry_run);
   sw_options_set(opts, SW_OPT_CLUSTER_FAILURE, r.failure);
   sw_options_set(opts, SW_OPT_CLUSTER_LEASE, r.lease);
   sw_options_set(opts, SW_OPT_CLUSTER_TIMEOUT_MS, r.timeout_ms);
@@ -438,6 +458,17 @@ SW_API int sw_limiter_entry_at(sw_limiter *l, int64_t t, int64_t n, uint32_t fla
       sw__decide_concurrency(l, &r, t, n, d);
     else
       sw__limiter_decide_qps(l, &r, t, n, flags, r.threshold, d);
+  }
+  if (sw__unlikely(r.dry_run) && d->verdict != SW_VERDICT_PASS) {
+    /* Shadow mode: whatever the rule says, the request goes ahead; what it
+     * would have done stays in the decision (would_block, wait_ms). */
+    if (d->verdict == SW_VERDICT_BLOCK) {
+      d->would_block = 1;
+      sw__node_count_would_block(&l->node, t, n);
+      sw__node_count_pass(&l->node, t, n, false, true);
+    }
+    d->verdict = SW_VERDICT_PASS;
+    return SW_OK;
   }
   if (d->verdict == SW_VERDICT_BLOCK) sw_node_increase_block_at(&l->node, t, n);
   return SW_OK;

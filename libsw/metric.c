@@ -453,6 +453,7 @@ void sw__metric_record(const sw__metric_cfg *cfg, const void *bucket, int64_t st
   rec->rt = sw__mb_get(cfg, bucket, SW_EVENT_RT);
   rec->occupied_pass = sw__mb_get(cfg, bucket, SW_EVENT_OCCUPIED_PASS);
   rec->min_rt = sw__mb_min_rt(cfg, bucket);
+  rec->would_block = sw__mb_get(cfg, bucket, SW_EVENT_WOULD_BLOCK);
 }
 
 static int sw__records(const sw_metric *m, sw__selector sel, int64_t t, sw_time_predicate pred,

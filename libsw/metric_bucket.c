@@ -25,10 +25,10 @@ static void sw__mb_reset(void *ctx, sw_window *w, int64_t start_ms) {
 }
 
 static const char *const sw__mb_field_names[] = {
-    "pass", "block", "exception", "success", "rt", "occupied_pass", "min_rt"};
+    "pass", "block", "exception", "success", "rt", "occupied_pass", "would_block", "min_rt"};
 static const uint8_t sw__mb_field_kinds[] = {SW_FIELD_SUM, SW_FIELD_SUM, SW_FIELD_SUM,
                                              SW_FIELD_SUM, SW_FIELD_SUM, SW_FIELD_SUM,
-                                             SW_FIELD_MIN};
+                                             SW_FIELD_SUM, SW_FIELD_MIN};
 
 static void sw__mb_field_add(void *ctx, void *bucket, uint32_t field, int64_t n) {
   if (field == SW_FIELD_MIN_RT)

@@ -11,7 +11,6 @@
 typedef struct sw__mb_stripe {
   _Atomic int64_t c[SW_EVENT_COUNT];
   _Atomic int64_t min_rt;
-  int64_t pad_;
 } sw__mb_stripe;
 
 _Static_assert(sizeof(sw__mb_stripe) == SW_CACHE_LINE, "one stripe per cache line");

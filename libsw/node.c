@@ -158,6 +158,9 @@ SW_API double sw_node_exception_qps_at(const sw_node *node, int64_t t) {
 SW_API double sw_node_occupied_pass_qps_at(const sw_node *node, int64_t t) {
   return sw__rate(node, t, SW_EVENT_OCCUPIED_PASS);
 }
+SW_API double sw_node_would_block_qps_at(const sw_node *node, int64_t t) {
+  return sw__rate(node, t, SW_EVENT_WOULD_BLOCK);
+}
 SW_API double sw_node_total_qps_at(const sw_node *node, int64_t t) {
   double pass = sw__rate(node, t, SW_EVENT_PASS);
   return pass < 0 ? pass : pass + sw__rate(node, t, SW_EVENT_BLOCK);
@@ -238,6 +241,14 @@ void sw__node_count_pass(sw_node *node, int64_t t, int64_t n, bool second_counte
   if ((b = sw__la_current_body(&node->minute.la, t)))
     sw__mb_add(&node->minute.cfg, b, SW_EVENT_PASS, n);
   if (in_flight) atomic_fetch_add_explicit(&node->live->concurrency, 1, memory_order_relaxed);
+}
+
+void sw__node_count_would_block(sw_node *node, int64_t t, int64_t n) {
+  void *b;
+  if ((b = sw__la_current_body(&node->second.la, t)))
+    sw__mb_add(&node->second.cfg, b, SW_EVENT_WOULD_BLOCK, n);
+  if ((b = sw__la_current_body(&node->minute.la, t)))
+    sw__mb_add(&node->minute.cfg, b, SW_EVENT_WOULD_BLOCK, n);
 }
 
 void sw__node_count_exit(sw_node *node, int64_t t, int64_t rt, int64_t n, bool error) {
@@ -390,7 +401,8 @@ SW_API int sw_node_metrics_at(const sw_node *node, int64_t t, int64_t since_ms,
   uint32_t kept = 0;
   for (int i = 0; i < count; i++) {
     const sw_metric_record *r = &all[i];
-    if (r->pass || r->block || r->success || r->exception || r->rt || r->occupied_pass) {
+    if (r->pass || r->block || r->success || r->exception || r->rt || r->occupied_pass ||
+        r->would_block) {
       if (kept < cap) out[kept] = *r;
       kept++;
     }

@@ -57,6 +57,8 @@ void sw__node_count_pass(sw_node *node, int64_t t, int64_t n, bool second_counte
 int64_t sw__node_borrow(sw_node *node, int64_t t, int64_t n, double threshold, bool strict);
 /* One request less in flight; false if there was none. */
 bool sw__node_leave(sw_node *node);
+/* n blocks let through by a dry-run rule, in both arrays. */
+void sw__node_count_would_block(sw_node *node, int64_t t, int64_t n);
 /* The end of a request at t in both arrays (the limiter's exit). */
 void sw__node_count_exit(sw_node *node, int64_t t, int64_t rt, int64_t n, bool error);
 

@@ -147,6 +147,7 @@ SW_API int sw_sliding_view_second_metrics_on_condition_at(const sw_sliding_view 
       cur.success += r.success;
       cur.rt += r.rt;
       cur.occupied_pass += r.occupied_pass;
+      cur.would_block += r.would_block;
       cur.min_rt = r.min_rt < cur.min_rt ? r.min_rt : cur.min_rt;
     } else {
       if (groups > 0 && (uint32_t)groups <= cap) out[groups - 1] = cur;

@@ -2237,6 +2237,24 @@ static void bad_sw_registry_get_ex(void) {
   EXPECT(sw_registry_get_ex(r, "c", NULL, &l), SW_EFULL);
 }
 
+static void bad_sw_limiter_set_dry_run(void) {
+  sw_limiter *l = limiter_qps(1);
+  EXPECT(sw_limiter_set_dry_run(NULL, 1), SW_ENULL);
+  EXPECT(sw_limiter_set_dry_run(l, 2), SW_EINVAL);
+  EXPECT(sw_limiter_set_dry_run(l, -1), SW_EINVAL);
+  EXPECT_OK(sw_limiter_set_dry_run(l, 1));
+  EXPECT_OK(sw_limiter_set_dry_run(l, 0));
+}
+
+static void bad_sw_node_would_block_qps_at(void) {
+  sw_node *node;
+  ck_assert_int_eq(sw_node_create(&node, NULL), SW_OK);
+  EXPECT_D(sw_node_would_block_qps_at(NULL, 1000), SW_ENULL);
+  FOR_EACH(t, BAD_T, "%" PRId64) EXPECT_D(sw_node_would_block_qps_at(node, t), SW_ETIME);
+  EXPECT_D(sw_node_would_block_qps_at(node, 1000), 0);
+  sw_node_free(node);
+}
+
 static void bad_sw_segment_unlink(void) {
   EXPECT(sw_segment_unlink(NULL), SW_ENULL);
   EXPECT(sw_segment_unlink(""), SW_ERANGE);
@@ -2433,6 +2451,8 @@ static const entry table[] = {
     E(sw_segment_registry),
     E(sw_segment_size),
     E(sw_segment_unlink),
+    E(sw_limiter_set_dry_run),
+    E(sw_node_would_block_qps_at),
     E(sw_leap_array_bucket_get),
     E(sw_registry_get_ex),
     E(sw_lease_script),

@@ -725,7 +725,7 @@ START_TEST(test_generic_add_sum_metric) {
 
   int64_t v;
   ck_sw(sw_leap_array_add_at(la, T, SW_FIELD_MIN_RT + 1, 1), SW_ERANGE);
-  ck_assert_str_eq(sw_last_error(), "field=7, bucket type sw.metric has 7 fields");
+  ck_assert_str_eq(sw_last_error(), "field=8, bucket type sw.metric has 8 fields");
   ck_sw(sw_leap_array_sum_at(la, T, SW_FIELD_MIN_RT + 1, &v), SW_ERANGE);
   ck_sw(sw_leap_array_sum_at(la, T, SW_EVENT_PASS, NULL), SW_ENULL);
   ck_sw(sw_leap_array_add_at(la, -1, SW_EVENT_PASS, 1), SW_ETIME);

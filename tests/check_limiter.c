@@ -77,7 +77,9 @@ static sw_limiter *warm_new(int behavior, double threshold, int64_t sec, int64_t
                   d_->verdict, (long long)d_->wait_ms, (long long)d_->retry_after_ms,      \
                   (long long)d_->remaining, d_->borrowed, (v), (long long)(wait),          \
                   (long long)(retry), (long long)(rem), (borrow));                         \
-    for (int k_ = 0; k_ < 4; k_++) ck_assert_int_eq(d_->reserved[k_], 0);                 \
+    ck_assert_int_eq(d_->would_block, 0);                                                \
+    ck_assert_int_eq(d_->reserved32, 0);                                                 \
+    for (int k_ = 0; k_ < 3; k_++) ck_assert_int_eq(d_->reserved[k_], 0);                 \
   } while (0)
 
 #define PASS SW_VERDICT_PASS
@@ -1299,9 +1301,58 @@ START_TEST(test_bad_exit_records_nothing) {
 }
 END_TEST
 
+/* Dry-run: the rule decides and counts "would block", and everything
+ * passes; switched off at run time, the same traffic blocks. */
+START_TEST(test_dry_run_counts_would_block) {
+  sw_options *o;
+  ck_ok(sw_options_create(&o));
+  ck_ok(sw_options_set_double(o, SW_OPT_THRESHOLD, 2));
+  ck_ok(sw_options_set(o, SW_OPT_DRY_RUN, 1));
+  sw_limiter *l;
+  ck_ok(sw_limiter_create(&l, o));
+  sw_decision d;
+  for (int i = 0; i < 5; i++) {
+    ck_ok(sw_limiter_entry_at(l, 1000, 1, 0, &d));
+    ck_assert_int_eq(d.verdict, SW_VERDICT_PASS);
+    ck_assert_int_eq(d.would_block, i >= 2);
+  }
+  sw_node *n = sw_limiter_node(l);
+  ck_assert(sw_node_pass_qps_at(n, 1000) == 5.0);
+  ck_assert(sw_node_would_block_qps_at(n, 1000) == 3.0);
+  ck_assert(sw_node_block_qps_at(n, 1000) == 0.0);
+  ck_assert_int_eq(sw_node_concurrency(n), 5); /* all went ahead */
+  sw_options *got;
+  ck_ok(sw_options_create(&got));
+  ck_ok(sw_limiter_get_rule(l, got));
+  int64_t v;
+  ck_ok(sw_options_get(got, SW_OPT_DRY_RUN, &v));
+  ck_assert_int_eq(v, 1);
+  ck_ok(sw_limiter_set_dry_run(l, 0)); /* enforce from now on */
+  ck_ok(sw_limiter_entry_at(l, 1000, 1, 0, &d));
+  ck_assert_int_eq(d.verdict, SW_VERDICT_BLOCK);
+  ck_assert_int_eq(d.would_block, 0);
+  ck_assert(sw_node_block_qps_at(n, 1000) == 1.0);
+  /* pacing in dry-run: a wait becomes a pass that says how long it would wait */
+  ck_ok(sw_options_set(o, SW_OPT_BEHAVIOR, SW_BEHAVIOR_PACING));
+  ck_ok(sw_options_set_double(o, SW_OPT_THRESHOLD, 10));
+  ck_ok(sw_limiter_set_rule(l, o));
+  ck_ok(sw_limiter_entry_at(l, 5000, 1, 0, &d));
+  ck_ok(sw_limiter_entry_at(l, 5000, 1, 0, &d));
+  ck_assert_int_eq(d.verdict, SW_VERDICT_PASS);
+  ck_assert_int_eq(d.wait_ms, 100);
+  sw_metric_record rec[60];
+  int k = sw_node_metrics_at(n, 3000, 0, rec, 60);
+  ck_assert_int_eq(k, 1);
+  ck_assert_int_eq(rec[0].would_block, 3);
+  sw_options_free(got);
+  sw_options_free(o);
+  sw_limiter_free(l);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("limiter");
-  SW_TCASE(s, "reject", test_reject_admits_threshold_per_second, test_reject_retry_after,
+  SW_TCASE(s, "reject", test_dry_run_counts_would_block, test_reject_admits_threshold_per_second, test_reject_retry_after,
            test_default_controller_port, test_reject_truncation_and_fractions,
            test_entry_and_exit_records);
   SW_TCASE(s, "prioritized", test_prioritized_borrows_next_window,

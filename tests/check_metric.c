@@ -289,8 +289,9 @@ END_TEST
 
 START_TEST(test_metric_sums_every_event) {
   sw_metric *m = metric(2, 1000);
-  const sw_event evs[] = {SW_EVENT_PASS,    SW_EVENT_BLOCK, SW_EVENT_EXCEPTION,
-                          SW_EVENT_SUCCESS, SW_EVENT_RT,    SW_EVENT_OCCUPIED_PASS};
+  const sw_event evs[] = {SW_EVENT_PASS, SW_EVENT_BLOCK,         SW_EVENT_EXCEPTION,
+                          SW_EVENT_SUCCESS, SW_EVENT_RT,     SW_EVENT_OCCUPIED_PASS,
+                          SW_EVENT_WOULD_BLOCK};
   for (int e = 0; e < SW_EVENT_COUNT; e++) {
     ck_ok(sw_metric_add_at(m, T, evs[e], 10 + e));
     ck_ok(sw_metric_add_at(m, T + 500, evs[e], 100 * (e + 1)));
@@ -575,7 +576,7 @@ END_TEST
 START_TEST(test_metric_bad_event) {
   sw_metric *m = metric(2, 1000);
   ck_sw(sw_metric_sum_at(m, T, SW_EVENT_COUNT), SW_ERANGE);
-  ck_assert_str_eq(sw_last_error(), "event=6 is not a sw_event");
+  ck_assert_str_eq(sw_last_error(), "event=7 is not a sw_event");
   ck_sw(sw_metric_sum_at(m, T, (sw_event)-1), SW_ERANGE);
   ck_sw(sw_metric_add_at(m, T, SW_EVENT_COUNT, 1), SW_ERANGE);
   ck_sw(sw_metric_add_at(m, T, (sw_event)-1, 1), SW_ERANGE);

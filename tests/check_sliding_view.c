@@ -357,7 +357,7 @@ START_TEST(test_view_bad_input) {
   ck_sw(sw_sliding_view_second_metrics_on_condition_at(v, -1, NULL, NULL, &r, 1), SW_ETIME);
 
   ck_sw(sw_sliding_view_sum_at(v, T, SW_EVENT_COUNT), SW_ERANGE);
-  ck_assert_str_eq(sw_last_error(), "event=6 is not a sw_event");
+  ck_assert_str_eq(sw_last_error(), "event=7 is not a sw_event");
   ck_sw(sw_sliding_view_sum_at(v, T, (sw_event)-1), SW_ERANGE);
   ck_assert(sw_sliding_view_qps_at(v, T, SW_EVENT_COUNT) == (double)SW_ERANGE);
   ck_assert(sw_sliding_view_previous_qps_at(v, T, SW_EVENT_COUNT) == (double)SW_ERANGE);

@@ -488,7 +488,7 @@ START_TEST(test_metric_bucket_get) {
   ck_assert_int_eq(get(la, w.bucket, SW_FIELD_MIN_RT), 12);
 
   ck_sw(get(la, w.bucket, SW_FIELD_MIN_RT + 1), SW_ERANGE);
-  ck_assert_str_eq(sw_last_error(), "field=7, a metric bucket has 7");
+  ck_assert_str_eq(sw_last_error(), "field=8, a metric bucket has 8");
   ck_sw(get(NULL, w.bucket, 0), SW_ENULL);
   ck_sw(get(la, NULL, 0), SW_ENULL);
 

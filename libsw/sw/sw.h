@@ -149,7 +149,9 @@ typedef enum sw_option {
   SW_OPT_CLUSTER_NODES = 22,        /* expected nodes: the local fallback is threshold / nodes */
   SW_OPT_CLUSTER_TIMEOUT_MS = 23,   /* a Redis call slower than this fails (default 100) */
   SW_OPT_CLUSTER_RETRY_MS = 24,     /* while down, try Redis again this often (default 1000) */
-  SW_OPT_CLUSTER_LOW_WATER_PCT = 25 /* refill when the lease falls below this % of L (25) */
+  SW_OPT_CLUSTER_LOW_WATER_PCT = 25, /* refill when the lease falls below this % of L (25) */
+  SW_OPT_DRY_RUN = 26               /* 1: decide and count "would block", but let everything
+                                       pass (shadow mode; switchable with set_rule) */
 } sw_option;
 
 /* SW_OPT_CLUSTER_FAILURE */
@@ -316,10 +318,11 @@ typedef enum sw_event {
   SW_EVENT_SUCCESS = 3,
   SW_EVENT_RT = 4,
   SW_EVENT_OCCUPIED_PASS = 5,
-  SW_EVENT_COUNT = 6
+  SW_EVENT_WOULD_BLOCK = 6, /* dry-run rules: blocks that were let through */
+  SW_EVENT_COUNT = 7
 } sw_event;
 /* Field index of a metric bucket's min RT (after the events). */
-#define SW_FIELD_MIN_RT 6u
+#define SW_FIELD_MIN_RT 7u
 
 /* One window of a metric, as Sentinel's MetricNode records it. */
 typedef struct sw_metric_record {
@@ -331,6 +334,7 @@ typedef struct sw_metric_record {
   int64_t rt; /* sum of response times, ms */
   int64_t occupied_pass;
   int64_t min_rt;
+  int64_t would_block; /* dry-run rules: blocks let through */
 } sw_metric_record;
 
 /* Read one event (or SW_FIELD_MIN_RT) from a metric bucket, e.g. a bucket
@@ -486,6 +490,8 @@ SW_API double sw_node_block_qps_at(const sw_node *node, int64_t t);
 SW_API double sw_node_success_qps_at(const sw_node *node, int64_t t);
 SW_API double sw_node_exception_qps_at(const sw_node *node, int64_t t);
 SW_API double sw_node_occupied_pass_qps_at(const sw_node *node, int64_t t);
+/* Blocks that a dry-run rule let through, per second. */
+SW_API double sw_node_would_block_qps_at(const sw_node *node, int64_t t);
 /* pass + block */
 SW_API double sw_node_total_qps_at(const sw_node *node, int64_t t);
 /* RT / SUCCESS over the per-second array; 0 when there is no success. */
@@ -555,7 +561,10 @@ typedef struct sw_decision {
   int64_t wait_ms;        /* SW_VERDICT_WAIT: how long to wait before proceeding */
   int64_t retry_after_ms; /* SW_VERDICT_BLOCK: earliest retry that can pass; -1: never */
   int64_t remaining;      /* units still admissible now, after this decision */
-  int64_t reserved[4];    /* zero */
+  int32_t would_block;    /* dry-run rule: 1 when enforcing it would have blocked (the
+                             verdict is PASS; the block is counted as WOULD_BLOCK) */
+  int32_t reserved32;     /* zero */
+  int64_t reserved[3];    /* zero */
 } sw_decision;
 
 /* A limiter with its own node. Errors: the node's, and for the rule
@@ -585,6 +594,8 @@ SW_API int sw_limiter_exit_at(sw_limiter *l, int64_t t, int64_t rt_ms, int64_t n
 SW_API int sw_limiter_set_rule(sw_limiter *l, const sw_options *rule);
 /* Write the current rule into opts. */
 SW_API int sw_limiter_get_rule(const sw_limiter *l, sw_options *opts);
+/* Switch dry-run (SW_OPT_DRY_RUN) on (1) or off (0), keeping the rest of the rule. */
+SW_API int sw_limiter_set_dry_run(sw_limiter *l, int on);
 
 /* ---------------------------------------------------------- cluster leases */
 
