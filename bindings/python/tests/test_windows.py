@@ -9,7 +9,8 @@ T = 1_000_000
 def test_leap_array_metric_type():
     la = libsw.LeapArray("sw.metric", 2, 1000)
     assert la.type_name == "sw.metric"
-    assert la.fields == ("pass", "block", "exception", "success", "rt", "occupied_pass", "min_rt")
+    assert la.fields == ("pass", "block", "exception", "success", "rt", "occupied_pass",
+                         "would_block", "min_rt")
     assert (la.sample_count, la.interval_ms, la.window_length_ms) == (2, 1000, 500)
     assert la.time_index(T + 700) == 1 and la.window_start(T + 700) == T + 500
     la.add("pass", 3, now=T)
