@@ -37,7 +37,7 @@ for beh in reject reject-fast pacing warm-up concurrency; do
   echo "behaviour=$beh instructions_per_pair=$(irs "$b/bench/bench_limiter" "$beh" 1 $N)"
 done
 echo "# shared segment: entries (check-and-count) on a heap vs a shared limiter"
-SW_FIELD=4
+SW_FIELD=5
 for st in heap shm; do
   for p in 1 2; do best "$b/bench/bench_segment" "$st" "$p" 5000000; done
 done
@@ -45,3 +45,34 @@ echo "# shared segment: callgrind instructions per entry (1 process)"
 for st in heap shm; do
   echo "storage=$st instructions_per_entry=$(irs "$b/bench/bench_segment" "$st" 1 $N)"
 done
+# cluster
+if command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1; then
+  make -C "$b" -s bench/bench_cluster >/dev/null
+  echo "# cluster: hot path, a cluster rule admitting from a full lease vs the same local rule (best of 5 runs)"
+  SW_FIELD=4
+  for r in local cluster; do best "$b/bench/bench_cluster" hot "$r" 5000000; done
+  echo "# cluster: callgrind instructions per entry (1 thread)"
+  for r in local cluster; do
+    echo "rule=$r instructions_per_entry=$(irs "$b/bench/bench_cluster" hot "$r" $N)"
+  done
+  # a redis-server of our own on a free port, stopped by PID whatever happens
+  port=$((20000 + $$ % 10000))
+  while redis-cli -p "$port" ping >/dev/null 2>&1; do port=$((port + 1)); done
+  redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --daemonize no \
+    >/dev/null 2>&1 &
+  rpid=$!
+  trap 'kill "$rpid" 2>/dev/null; wait "$rpid" 2>/dev/null || true' EXIT
+  i=0
+  until redis-cli -p "$port" ping >/dev/null 2>&1; do
+    i=$((i + 1)); [ "$i" -lt 100 ] || { echo "redis-server did not start"; exit 1; }; sleep 0.05
+  done
+  echo "# cluster: Redis calls per 100k admissions (1 process, as fast as the lease allows)"
+  for L in 10 100 1000; do "$b/bench/bench_cluster" calls "127.0.0.1:$port" "$L" 100000; done
+  echo "# cluster: 2 processes offering 1.6x the fleet's limit; windows of 2 buckets of Redis time"
+  "$b/bench/bench_cluster" share "127.0.0.1:$port" 200 20 5
+  "$b/bench/bench_cluster" share "127.0.0.1:$port" 1000 50 5
+  "$b/bench/bench_cluster" share "127.0.0.1:$port" 1000 100 5
+  kill "$rpid"; wait "$rpid" 2>/dev/null || true; trap - EXIT
+else
+  echo "# cluster: redis-server not installed: skipped"
+fi

@@ -165,7 +165,7 @@ static void sw__build(sw__call_args *a, const char *key, const sw_lease_call *ca
 static void sw__settle(sw_limiter *l, const sw_lease_call *call, const sw__redis_cmd *cmd) {
   int64_t now = sw_now_ms();
   if (cmd->ok && cmd->nints >= 3)
-    sw_lease_apply(l, now, call, cmd->ints[0], cmd->ints[1], cmd->ints[2]);
+    sw_lease_apply(l, cmd->recv_ms ? cmd->recv_ms : now, call, cmd->ints[0], cmd->ints[1], cmd->ints[2]);
   else
     sw_lease_failed(l, now, call);
 }
@@ -258,7 +258,9 @@ SW_API int sw_cluster_entry_exact(sw_cluster *c, sw_limiter *l, int64_t n, sw_de
   memset(d, 0, sizeof *d);
   if (!(cmd.ok && cmd.nints >= 3)) { /* Redis is down: the rule's failure policy */
     sw_lease_failed(l, t, &call);
-    return sw__decide_cluster(l, &r, t, n, 0, d);
+    sw__decide_cluster(l, &r, t, n, 0, d);
+    if (d->verdict == SW_VERDICT_BLOCK) sw_node_increase_block_at(&l->node, t, n);
+    return SW_OK;
   }
   int64_t wl = l->node.second.la.wl, bucket = cmd.ints[0], now_r = cmd.ints[2];
   if (cmd.ints[1] >= n) {

@@ -44,10 +44,13 @@ SW_API const char *sw_lease_script(void) {
          "  if left <= 0 then redis.call('HDEL', key, ARGV[7]) end\n"
          "end\n"
          "local fields = {}\n"
-         "for i = 0, buckets - 1 do fields[i + 1] = bucket - i * bucket_ms end\n"
+         "for i = 1, 2 * buckets - 1 do fields[i] = bucket + (i - buckets) * bucket_ms end\n"
+         "local vals = redis.call('HMGET', key, unpack(fields))\n"
          "local used = 0\n"
-         "for _, c in ipairs(redis.call('HMGET', key, unpack(fields))) do\n"
-         "  used = used + (tonumber(c) or 0)\n"
+         "for s = 1, buckets do\n"
+         "  local w = 0\n"
+         "  for j = s, s + buckets - 1 do w = w + (tonumber(vals[j]) or 0) end\n"
+         "  if w > used then used = w end\n"
          "end\n"
          "local grant = math.max(0, math.min(want, threshold - used))\n"
          "if grant > 0 then redis.call('HINCRBY', key, bucket, grant) end\n"
@@ -171,11 +174,14 @@ SW_API int sw_lease_next_call(sw_limiter *l, int64_t t, sw_lease_call *call) {
   uint64_t cur = atomic_load(&ls->slot[bno & 1]), next = atomic_load(&ls->slot[(bno + 1) & 1]);
   bool have = synced && sw__word_tag(cur) == sw__tag(bno);
   bool spent = have && atomic_load(&ls->spent_bucket) == bno * wl;
-  bool low = !have || (!spent && sw__word_tokens(cur) * 100 < r.lease * r.low_water_pct);
+  bool need = atomic_load(&ls->need) != 0;
+  bool low = !have ? (!synced || need)
+                   : (!spent && sw__word_tokens(cur) * 100 < r.lease * r.low_water_pct);
   /* In the last quarter of a bucket, lease the next one, so that entries at
    * the boundary find tokens. */
   bool ahead = synced && !low && (bno + 1) * wl - now <= wl / 4 &&
-               sw__word_tag(next) != sw__tag(bno + 1);
+               sw__word_tag(next) != sw__tag(bno + 1) &&
+               (need || (have && sw__word_tokens(cur) < r.lease)); /* the bucket is in use */
   if (!low && !ahead && down == 0) return 0;
   if (!atomic_compare_exchange_strong(&ls->call_since, &since, t)) return 0;
   int32_t target = low || down != 0 ? 0 : 1;

@@ -6,6 +6,7 @@
 #ifdef SW_HAVE_HIREDIS
 #include <errno.h>
 #include <hiredis/hiredis.h>
+#include <stdatomic.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,9 +31,10 @@ struct sw__redis {
   sw__redis_node nodes[SW__REDIS_NODES];
   int nnodes, nseeds;
   int cluster;               /* -1 unknown, 0 one server, 1 Redis Cluster */
+  int stale;                 /* a node failed: refresh the slot map first */
   uint8_t slots[SW__SLOTS];  /* node index per slot (cluster) */
   int64_t timeout_ms;
-  int64_t round_trips;
+  _Atomic int64_t round_trips; /* read by other threads (sw_cluster_round_trips) */
   char sha[41];
 };
 
@@ -255,6 +257,7 @@ static void sw__take(sw__redis_cmd *c, const redisReply *rep) {
     sw__set_error(c, "unexpected reply");
     return;
   }
+  c->recv_ms = sw_now_ms();
   c->nints = (int)rep->elements;
   for (size_t i = 0; i < rep->elements; i++) c->ints[i] = rep->element[i]->integer;
   c->ok = 1;
@@ -285,8 +288,9 @@ static void sw__one(sw__redis *r, sw__redis_cmd *c, int idx, int asking, int64_t
 }
 
 int sw__redis_run(sw__redis *r, sw__redis_cmd *cmds, int count) {
-  const int64_t deadline = sw__mono_ms() + r->timeout_ms;
+  int64_t deadline = sw__mono_ms() + r->timeout_ms;
   for (int i = 0; i < count; i++) sw__set_error(&cmds[i], "not sent");
+  if (r->cluster == 1 && r->stale && sw__refresh(r, deadline)) r->stale = 0;
   if (r->cluster < 0 && !sw__refresh(r, deadline))
     return sw__fail(SW_EIO, "no Redis server answered within %lld ms (%s:%d first)",
                     (long long)r->timeout_ms, r->nodes[0].host, r->nodes[0].port);
@@ -300,6 +304,7 @@ int sw__redis_run(sw__redis *r, sw__redis_cmd *cmds, int count) {
       mine += (r->cluster ? r->slots[sw__slot(cmds[i].key)] : 0) == node;
     if (mine == 0) continue;
     sw__redis_node *n = &r->nodes[node];
+    deadline = sw__mono_ms() + r->timeout_ms; /* a slow node leaves the others their time */
     if (!sw__load_script(r, n, deadline)) {
       failed = 1;
       continue;
@@ -334,6 +339,7 @@ int sw__redis_run(sw__redis *r, sw__redis_cmd *cmds, int count) {
   for (int i = 0; i < count; i++) {
     sw__redis_cmd *c = &cmds[i];
     if (c->ok) continue;
+    deadline = sw__mono_ms() + r->timeout_ms;
     int idx = r->cluster ? r->slots[sw__slot(c->key)] : 0;
     if (strncmp(c->error, "NOSCRIPT", 8) == 0) {
       r->nodes[idx].script_loaded = 0;
@@ -349,6 +355,7 @@ int sw__redis_run(sw__redis *r, sw__redis_cmd *cmds, int count) {
       }
     }
   }
+  if (failed && r->cluster == 1) r->stale = 1;
   if (failed)
     return sw__fail(SW_EIO, "a Redis node did not answer within %lld ms",
                     (long long)r->timeout_ms);

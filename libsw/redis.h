@@ -21,6 +21,7 @@ typedef struct sw__redis_cmd {
   long long ints[4];
   int nints;
   char error[96];      /* otherwise: the error */
+  int64_t recv_ms;     /* sw_now_ms() when the reply arrived */
 } sw__redis_cmd;
 
 /* servers: "host:port[,host:port...]". */

@@ -1,0 +1,282 @@
+/* Cluster rules on Redis (issue 8).
+ *
+ * Usage:
+ *   bench_cluster hot local|cluster OPS
+ *       check-and-count cost of a cluster rule admitting from a full lease
+ *       against the same rule without SW_OPT_CLUSTER (no Redis involved: the
+ *       lease comes from a fake reply). ns per entry; under callgrind count
+ *       only run_case (see bench/run.sh). Both use 2 x 5 s buckets, so that a
+ *       slow run (valgrind) stays in one bucket of the lease.
+ *   bench_cluster calls HOST:PORT L OPS
+ *       Redis calls per 100k admissions with lease size L: one process, a
+ *       budget that is never reached, entries as fast as the lease allows.
+ *   bench_cluster share HOST:PORT THRESHOLD L SECONDS
+ *       2 processes, each offering 0.8 x THRESHOLD per second (1.6 x the
+ *       fleet's limit) for SECONDS: admissions per window of 2 buckets of
+ *       Redis time, overshoot and undershoot of the budget, Redis calls. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sw/sw.h>
+
+__attribute__((noinline)) long run_case(sw_limiter *l, long ops);
+__attribute__((noinline)) long run_case(sw_limiter *l, long ops) {
+  sw_decision d;
+  long passed = 0;
+  for (long i = 0; i < ops; i++) {
+    sw_limiter_entry(l, 1, 0, &d);
+    passed += d.verdict == SW_VERDICT_PASS;
+  }
+  return passed;
+}
+
+static int64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void sleep_ms(int64_t ms) {
+  struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+static void sleep_until_ns(int64_t due) {
+  struct timespec ts = {(time_t)(due / 1000000000), (long)(due % 1000000000)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+  }
+}
+
+static void die(const char *what) {
+  fprintf(stderr, "%s: %s\n", what, sw_last_error());
+  exit(1);
+}
+
+static sw_options *cluster_opts(double threshold, int64_t lease) {
+  sw_options *o;
+  if (sw_options_create(&o)) die("options");
+  sw_options_set_double(o, SW_OPT_THRESHOLD, threshold);
+  sw_options_set(o, SW_OPT_CLUSTER, 1);
+  sw_options_set(o, SW_OPT_CLUSTER_LEASE, lease);
+  sw_options_set(o, SW_OPT_CLUSTER_NODES, 2);
+  return o;
+}
+
+static int wait_up(sw_limiter *l, int64_t ms) {
+  for (int64_t end = sw_now_ms() + ms; sw_now_ms() < end; sleep_ms(1)) {
+    sw_lease_info in;
+    sw_lease_stats(l, sw_now_ms(), &in);
+    if (in.up) return 1;
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------------ hot */
+
+static int bench_hot(int cluster, long ops) {
+  sw_options *o;
+  sw_options_create(&o);
+  sw_options_set_double(o, SW_OPT_THRESHOLD, 1e15);
+  sw_options_set(o, SW_OPT_SECOND_INTERVAL_MS, 10000); /* 2 x 5 s buckets */
+  sw_options_set(o, SW_OPT_SECOND_SAMPLE_COUNT, 2);
+  if (cluster) {
+    sw_options_set(o, SW_OPT_CLUSTER, 1);
+    sw_options_set(o, SW_OPT_CLUSTER_LEASE, 1000000000);
+  }
+  sw_limiter *l;
+  if (sw_limiter_create(&l, o)) die("limiter");
+  if (cluster) { /* a full lease: a fake reply, Redis time at a bucket's start */
+    sw_lease_call call;
+    int64_t t = sw_now_ms(), bucket = INT64_C(1700000000000);
+    if (sw_lease_next_call(l, t, &call) != 1 ||
+        sw_lease_apply(l, t, &call, bucket, INT64_C(1000000000000), bucket))
+      die("lease");
+  }
+  int64_t t0 = mono_ns();
+  long passed = run_case(l, ops);
+  double dt = (double)(mono_ns() - t0);
+  printf("rule=%s ops=%ld ns_per_entry=%.1f passed=%ld\n", cluster ? "cluster" : "local", ops,
+         dt / (double)ops, passed);
+  sw_limiter_free(l);
+  sw_options_free(o);
+  return passed == ops ? 0 : 1;
+}
+
+/* ---------------------------------------------------------------- calls */
+
+static int bench_calls(const char *addr, int64_t lease, long ops) {
+  sw_options *o = cluster_opts(1e9, lease);
+  sw_limiter *l;
+  sw_cluster *c;
+  char resource[64];
+  snprintf(resource, sizeof resource, "bench-calls-%d-%lld", (int)getpid(), (long long)lease);
+  if (sw_limiter_create(&l, o)) die("limiter");
+  if (sw_cluster_create(&c, addr, o) || sw_cluster_add(c, l, resource) || sw_cluster_start(c))
+    die("cluster");
+  if (!wait_up(l, 5000)) die("lease not up");
+  sw_lease_info a, b;
+  sw_lease_stats(l, sw_now_ms(), &a);
+  int64_t rt0 = sw_cluster_round_trips(c), t0 = mono_ns();
+  long admitted = 0, blocked = 0;
+  sw_decision d;
+  while (admitted < ops) {
+    sw_limiter_entry(l, 1, 0, &d);
+    if (d.verdict == SW_VERDICT_PASS) admitted++;
+    else blocked++;
+  }
+  double dt = (double)(mono_ns() - t0) / 1e9;
+  sw_lease_stats(l, sw_now_ms(), &b);
+  int64_t calls = b.calls - a.calls, rts = sw_cluster_round_trips(c) - rt0;
+  printf("lease=%lld admitted=%ld calls=%lld calls_per_100k=%.1f round_trips=%lld "
+         "admissions_per_s=%.0f blocked_waiting_for_refill=%ld\n",
+         (long long)lease, admitted, (long long)calls, (double)calls * 1e5 / (double)admitted,
+         (long long)rts, (double)admitted / dt, blocked);
+  sw_cluster_free(c);
+  sw_limiter_free(l);
+  sw_options_free(o);
+  return 0;
+}
+
+/* ---------------------------------------------------------------- share */
+
+#define BK 256
+typedef struct proc_out {
+  int64_t bno[BK], count[BK];
+  int64_t offered, admitted, calls, r_start, r_end;
+  int rc;
+} proc_out;
+typedef struct share_mem {
+  _Atomic int ready, go;
+  proc_out p[2];
+} share_mem;
+
+static int share_child(share_mem *m, proc_out *p, const char *addr, const char *resource,
+                       double threshold, int64_t lease, double seconds) {
+  sw_options *o = cluster_opts(threshold, lease);
+  sw_limiter *l;
+  sw_cluster *c;
+  if (sw_limiter_create(&l, o) || sw_cluster_create(&c, addr, o) ||
+      sw_cluster_add(c, l, resource) || sw_cluster_start(c) || !wait_up(l, 5000))
+    return 1;
+  atomic_fetch_add(&m->ready, 1);
+  for (int64_t end = sw_now_ms() + 10000; !atomic_load(&m->go) && sw_now_ms() < end;) sleep_ms(1);
+  const int64_t wl = 500; /* default geometry: 2 x 500 ms */
+  sw_lease_info a;
+  sw_lease_stats(l, sw_now_ms(), &a);
+  int64_t calls0 = a.calls;
+  const int64_t period = (int64_t)(1e9 / (0.8 * threshold)), t0 = mono_ns();
+  for (int64_t i = 0; (double)(i * period) < seconds * 1e9; i++) {
+    sleep_until_ns(t0 + i * period);
+    int64_t t = sw_now_ms();
+    sw_decision d;
+    sw_lease_stats(l, t, &a);
+    sw_limiter_entry_at(l, t, 1, 0, &d);
+    p->offered++;
+    if (p->r_start == 0) p->r_start = t + a.offset_ms;
+    p->r_end = t + a.offset_ms;
+    if (d.verdict != SW_VERDICT_PASS) continue;
+    p->admitted++;
+    int64_t bno = (t + a.offset_ms) / wl;
+    int k = (int)(bno % BK);
+    if (p->count[k] && p->bno[k] != bno) return 1;
+    p->bno[k] = bno;
+    p->count[k]++;
+  }
+  sw_lease_stats(l, sw_now_ms(), &a);
+  p->calls = a.calls - calls0;
+  sw_cluster_free(c);
+  sw_limiter_free(l);
+  sw_options_free(o);
+  return 0;
+}
+
+static int64_t bucket_count(const share_mem *m, int64_t bno) {
+  int64_t n = 0;
+  for (int i = 0; i < 2; i++)
+    if (m->p[i].bno[bno % BK] == bno) n += m->p[i].count[bno % BK];
+  return n;
+}
+
+static int bench_share(const char *addr, double threshold, int64_t lease, double seconds) {
+  share_mem *m = mmap(NULL, sizeof *m, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return 1;
+  memset(m, 0, sizeof *m);
+  char resource[64];
+  snprintf(resource, sizeof resource, "bench-share-%d", (int)getpid());
+  pid_t pid[2], parent = getpid();
+  for (int i = 0; i < 2; i++) {
+    pid[i] = fork();
+    if (pid[i] == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(1);
+      m->p[i].rc = share_child(m, &m->p[i], addr, resource, threshold, lease, seconds);
+      _exit(0);
+    }
+  }
+  for (int64_t end = sw_now_ms() + 10000; atomic_load(&m->ready) < 2 && sw_now_ms() < end;)
+    sleep_ms(1);
+  atomic_store(&m->go, 1);
+  for (int i = 0; i < 2; i++) waitpid(pid[i], NULL, 0);
+  if (m->p[0].rc || m->p[1].rc || m->p[0].admitted == 0) {
+    fprintf(stderr, "share: a process failed\n");
+    return 1;
+  }
+  const int64_t wl = 500, budget = (int64_t)threshold; /* per window of 1 s */
+  int64_t r0 = m->p[0].r_start > m->p[1].r_start ? m->p[0].r_start : m->p[1].r_start;
+  int64_t r1 = m->p[0].r_end < m->p[1].r_end ? m->p[0].r_end : m->p[1].r_end;
+  int64_t over_max = 0, windows = 0, under_sum = 0, under_max = 0, over_windows = 0;
+  for (int64_t b = r0 / wl - 1; b <= r1 / wl + 1; b++) {
+    int64_t w = bucket_count(m, b - 1) + bucket_count(m, b);
+    if (w > budget) {
+      over_windows++;
+      if (w - budget > over_max) over_max = w - budget;
+    }
+    if ((b - 1) * wl >= r0 && (b + 1) * wl <= r1) { /* a whole window under load */
+      windows++;
+      int64_t u = budget - w > 0 ? budget - w : 0;
+      under_sum += u;
+      if (u > under_max) under_max = u;
+    }
+  }
+  int64_t admitted = m->p[0].admitted + m->p[1].admitted;
+  int64_t offered = m->p[0].offered + m->p[1].offered;
+  int64_t calls = m->p[0].calls + m->p[1].calls;
+  printf("threshold=%.0f lease=%lld seconds=%.1f offered=%lld admitted=%lld windows=%lld "
+         "overshoot_windows=%lld overshoot_max=%lld undershoot_mean_pct=%.2f "
+         "undershoot_max_pct=%.2f calls=%lld calls_per_100k=%.0f\n",
+         threshold, (long long)lease, seconds, (long long)offered, (long long)admitted,
+         (long long)windows, (long long)over_windows, (long long)over_max,
+         windows ? 100.0 * (double)under_sum / (double)windows / (double)budget : 0.0,
+         100.0 * (double)under_max / (double)budget, (long long)calls,
+         (double)calls * 1e5 / (double)admitted);
+  munmap(m, sizeof *m);
+  return over_windows ? 2 : 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc >= 4 && strcmp(argv[1], "hot") == 0)
+    return bench_hot(strcmp(argv[2], "cluster") == 0, atol(argv[3]));
+  if (argc >= 5 && strcmp(argv[1], "calls") == 0)
+    return bench_calls(argv[2], atoll(argv[3]), atol(argv[4]));
+  if (argc >= 6 && strcmp(argv[1], "share") == 0)
+    return bench_share(argv[2], atof(argv[3]), atoll(argv[4]), atof(argv[5]));
+  fprintf(stderr,
+          "usage: %s hot local|cluster OPS\n"
+          "       %s calls HOST:PORT L OPS\n"
+          "       %s share HOST:PORT THRESHOLD L SECONDS\n",
+          argv[0], argv[0], argv[0]);
+  return 2;
+}
