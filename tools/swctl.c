@@ -1,8 +1,18 @@
 /* swctl: look into a libsw shared segment.
  *
- *   swctl list SEGMENT           one line per resource: rates of the last second
- *   swctl top SEGMENT [SECONDS]  the same, refreshed every second like top(1)
- *   swctl dump SEGMENT           one JSON object per resource (JSON lines)
+ *   swctl list SEGMENT            one line per resource: rates of the last second
+ *   swctl top SEGMENT [SECONDS]   the same, refreshed every second like top(1)
+ *   swctl dump SEGMENT            one JSON object per resource (JSON lines)
+ *   swctl serve SEGMENT [OPTIONS] HTTP: /metrics (Prometheus), / (live dashboard)
+ *   swctl log SEGMENT --log-dir DIR [OPTIONS]   Sentinel's metric log only
+ *
+ * Options of serve and log:
+ *   --listen HOST:PORT   where to serve (default 127.0.0.1:9464)
+ *   --seconds N          stop after N seconds (default: until SIGINT/SIGTERM)
+ *   --log-dir DIR        write Sentinel's per-second metric log there
+ *   --app NAME           log file name: NAME-metrics.log (default: the segment's name)
+ *   --log-max-size BYTES roll the log at this size (default 50 MiB)
+ *   --log-max-files N    keep N files in all (default 6)
  *
  * SEGMENT is a POSIX shared memory name (no '/') or a file path. swctl
  * attaches read-only: it never changes the segment. */
@@ -13,140 +23,159 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <sw/sw.h>
+#include "swctl.h"
 
-typedef struct row {
-  const char *name;
-  double pass, block, success, exception, avg_rt, min_rt, threshold;
-  int64_t concurrency, total, waiting;
-  int64_t grade, behavior;
-} row;
-
-static const char *const behaviors[] = {"reject", "warm-up", "pacing", "warm-up+pacing"};
-
-static int read_row(sw_registry *reg, uint32_t i, int64_t t, row *r) {
-  sw_limiter *l;
-  int rc = sw_registry_at(reg, i, &l, &r->name);
-  if (rc < 0) return rc;
-  sw_node *n = sw_limiter_node(l);
-  r->pass = sw_node_pass_qps_at(n, t);
-  r->block = sw_node_block_qps_at(n, t);
-  r->success = sw_node_success_qps_at(n, t);
-  r->exception = sw_node_exception_qps_at(n, t);
-  r->avg_rt = sw_node_avg_rt_at(n, t);
-  r->min_rt = sw_node_min_rt_at(n, t);
-  r->concurrency = sw_node_concurrency(n);
-  r->total = sw_node_total_request_at(n, t);
-  r->waiting = sw_node_waiting_at(n, t);
-  sw_options *o;
-  if (sw_options_create(&o) == SW_OK) {
-    sw_limiter_get_rule(l, o);
-    sw_options_get_double(o, SW_OPT_THRESHOLD, &r->threshold);
-    sw_options_get(o, SW_OPT_GRADE, &r->grade);
-    sw_options_get(o, SW_OPT_BEHAVIOR, &r->behavior);
-    sw_options_free(o);
-  }
-  return SW_OK;
-}
-
-static void print_table(sw_segment *seg) {
-  sw_registry *reg = sw_segment_registry(seg);
-  int64_t t = sw_now_ms();
-  uint32_t n = sw_registry_count(reg);
-  printf("%s: %u of %u resources\n", sw_segment_name(seg), n, sw_registry_capacity(reg));
-  printf("%-24s %9s %9s %9s %9s %8s %7s %6s %9s %s\n", "RESOURCE", "PASS/s", "BLOCK/s",
-         "OK/s", "ERR/s", "AVG_RT", "MIN_RT", "CONC", "LIMIT", "RULE");
-  for (uint32_t i = 0; i < n; i++) {
-    row r;
-    if (read_row(reg, i, t, &r) < 0) {
-      printf("#%u: %s\n", i, sw_last_error());
-      continue;
-    }
-    printf("%-24.24s %9.1f %9.1f %9.1f %9.1f %8.1f %7.0f %6lld %9g %s/%s\n", r.name, r.pass,
-           r.block, r.success, r.exception, r.avg_rt, r.min_rt, (long long)r.concurrency,
-           r.threshold, r.grade == SW_GRADE_QPS ? "qps" : "concurrency",
-           behaviors[r.behavior & 3]);
-  }
-}
-
-/* Print s as a JSON string. */
-static void json_str(const char *s) {
-  putchar('"');
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      printf("\\%c", c);
-    else if (c < 0x20)
-      printf("\\u%04x", c);
-    else
-      putchar(c);
-  }
-  putchar('"');
-}
-
-static void dump(sw_segment *seg) {
-  sw_registry *reg = sw_segment_registry(seg);
-  int64_t t = sw_now_ms();
-  struct timespec wall;
-  clock_gettime(CLOCK_REALTIME, &wall);
-  long long unix_ms = (long long)wall.tv_sec * 1000 + wall.tv_nsec / 1000000;
-  for (uint32_t i = 0; i < sw_registry_count(reg); i++) {
-    row r;
-    if (read_row(reg, i, t, &r) < 0) continue;
-    printf("{\"ts\":%lld,\"segment\":", unix_ms);
-    json_str(sw_segment_name(seg));
-    printf(",\"resource\":");
-    json_str(r.name);
-    printf(",\"pass_qps\":%.3f,\"block_qps\":%.3f,\"success_qps\":%.3f,\"exception_qps\":%.3f,"
-           "\"avg_rt\":%.3f,\"min_rt\":%.0f,\"concurrency\":%lld,\"waiting\":%lld,"
-           "\"total_request_minute\":%lld,\"threshold\":%.17g,\"grade\":\"%s\","
-           "\"behavior\":\"%s\"}\n",
-           r.pass, r.block, r.success, r.exception, r.avg_rt, r.min_rt,
-           (long long)r.concurrency, (long long)r.waiting, (long long)r.total, r.threshold,
-           r.grade == SW_GRADE_QPS ? "qps" : "concurrency", behaviors[r.behavior & 3]);
-  }
-}
-
-static volatile sig_atomic_t stop;
+static volatile int stop;
 static void on_signal(int sig) {
   (void)sig;
   stop = 1;
+}
+
+static void print_table(swctl *c) {
+  sw_registry *reg = sw_segment_registry(c->seg);
+  printf("%s: %u of %u resources\n", c->segment_name, sw_registry_count(reg),
+         sw_registry_capacity(reg));
+  printf("%-24s %9s %9s %9s %8s %7s %6s %9s %s\n", "RESOURCE", "PASS/s", "BLOCK/s", "WOULD/s",
+         "AVG_RT", "MIN_RT", "CONC", "LIMIT", "RULE");
+  for (int i = 0; i < c->nres; i++) {
+    const swctl_resource *r = &c->res[i];
+    if (r->lim == NULL) {
+      printf("#%d: %s\n", i, sw_last_error());
+      continue;
+    }
+    printf("%-24.24s %9.1f %9.1f %9.1f %8.1f %7.0f %6lld %9g %s%s\n", r->name, r->pass_qps,
+           r->block_qps, r->would_block_qps, r->avg_rt, r->min_rt, (long long)r->concurrency,
+           r->threshold, swctl_rule_name(r->grade, r->behavior), r->dry_run ? " (dry run)" : "");
+  }
+}
+
+static void dump(swctl *c) {
+  swctl_buf b = {0};
+  long long unix_ms = (long long)(sw_now_ms() + c->wall_offset);
+  for (int i = 0; i < c->nres; i++) {
+    const swctl_resource *r = &c->res[i];
+    if (r->lim == NULL) continue;
+    b.len = 0;
+    swctl_printf(&b, "{\"ts\":%lld,\"segment\":", unix_ms);
+    swctl_json_str(&b, c->segment_name);
+    swctl_printf(&b, ",\"resource\":");
+    swctl_json_str(&b, r->name);
+    swctl_printf(&b, ",\"pass_qps\":%.3f,\"block_qps\":%.3f,\"would_block_qps\":%.3f,"
+                     "\"avg_rt\":%.3f,\"min_rt\":%.0f,\"concurrency\":%lld,\"waiting\":%lld,"
+                     "\"threshold\":%.17g,\"rule\":\"%s\",\"dry_run\":%s}\n",
+                 r->pass_qps, r->block_qps, r->would_block_qps, r->avg_rt, r->min_rt,
+                 (long long)r->concurrency, (long long)r->waiting, r->threshold,
+                 swctl_rule_name(r->grade, r->behavior), r->dry_run ? "true" : "false");
+    fwrite(b.data, 1, b.len, stdout);
+  }
+  free(b.data);
+}
+
+static void handler(swctl *c, const char *path, swctl_reply *out) {
+  const unsigned char *data;
+  size_t len;
+  out->status = 200;
+  if (strcmp(path, "/metrics") == 0) {
+    out->type = "text/plain; version=0.0.4; charset=utf-8";
+    swctl_prometheus(c, &out->body);
+  } else if (strcmp(path, "/api/series") == 0) {
+    out->type = "application/json";
+    swctl_api_series(c, &out->body);
+  } else if (swctl_asset(strcmp(path, "/") == 0 ? "/index.html" : path, &out->type, &data,
+                         &len)) {
+    swctl_printf(&out->body, "%.*s", (int)len, (const char *)data);
+  } else {
+    out->status = 404;
+    out->type = "text/plain; charset=utf-8";
+    swctl_printf(&out->body, "not found: %s\n", path);
+  }
 }
 
 static int usage(void) {
   fprintf(stderr, "usage: swctl list SEGMENT\n"
                   "       swctl top SEGMENT [SECONDS]\n"
                   "       swctl dump SEGMENT\n"
+                  "       swctl serve SEGMENT [--listen HOST:PORT] [--seconds N] [--log-dir DIR]\n"
+                  "                           [--app NAME] [--log-max-size BYTES] [--log-max-files N]\n"
+                  "       swctl log SEGMENT --log-dir DIR [--app NAME] [--seconds N] ...\n"
                   "SEGMENT: a POSIX shared memory name (no '/') or a file path\n");
   return 2;
+}
+
+/* serve and log: the loop with an optional listener and an optional log. */
+static int serve(swctl *c, int argc, char **argv, int listen_too) {
+  const char *listen_addr = "127.0.0.1:9464", *dir = NULL, *app = c->segment_name;
+  long seconds = -1;
+  long long max_size = 50LL << 20;
+  int max_files = 6;
+  for (int i = 3; i < argc; i++) {
+    const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+    if (val == NULL) return usage();
+    if (strcmp(opt, "--listen") == 0)
+      listen_addr = val;
+    else if (strcmp(opt, "--seconds") == 0)
+      seconds = atol(val);
+    else if (strcmp(opt, "--log-dir") == 0)
+      dir = val;
+    else if (strcmp(opt, "--app") == 0)
+      app = val;
+    else if (strcmp(opt, "--log-max-size") == 0)
+      max_size = atoll(val);
+    else if (strcmp(opt, "--log-max-files") == 0)
+      max_files = atoi(val);
+    else
+      return usage();
+    i++;
+  }
+  if (!listen_too && dir == NULL) return usage();
+  swctl_log log;
+  if (dir) {
+    if (swctl_log_open(&log, dir, app, max_size, max_files) < 0) return 2;
+    c->on_second = swctl_log_second;
+    c->on_second_user = &log;
+  }
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
+  signal(SIGPIPE, SIG_IGN);
+  int rc = listen_too ? swctl_serve(c, listen_addr, seconds, handler, &stop)
+                      : swctl_run(c, seconds, &stop);
+  if (dir) swctl_log_close(&log);
+  return rc;
 }
 
 int main(int argc, char **argv) {
   if (argc < 3) return usage();
   const char *cmd = argv[1];
-  sw_segment *seg;
-  if (sw_segment_open(&seg, argv[2], 0, NULL, SW_SEGMENT_READONLY) != SW_OK) {
+  swctl c;
+  if (swctl_open(&c, argv[2]) != SW_OK) {
     fprintf(stderr, "swctl: %s\n", sw_last_error());
     return 1;
   }
   int rc = 0;
   if (strcmp(cmd, "list") == 0) {
-    print_table(seg);
+    swctl_poll(&c);
+    print_table(&c);
   } else if (strcmp(cmd, "dump") == 0) {
-    dump(seg);
+    swctl_poll(&c);
+    dump(&c);
   } else if (strcmp(cmd, "top") == 0) {
     long seconds = argc > 3 ? atol(argv[3]) : -1; /* -1: until interrupted */
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     for (long k = 0; !stop && (seconds < 0 || k < seconds); k++) {
+      swctl_poll(&c);
       printf("\033[H\033[2J");
-      print_table(seg);
+      print_table(&c);
       fflush(stdout);
       if (seconds < 0 || k + 1 < seconds) sleep(1);
     }
+  } else if (strcmp(cmd, "serve") == 0) {
+    rc = serve(&c, argc, argv, 1);
+  } else if (strcmp(cmd, "log") == 0) {
+    rc = serve(&c, argc, argv, 0);
   } else {
     rc = usage();
   }
-  sw_segment_close(seg);
+  swctl_close(&c);
   return rc;
 }

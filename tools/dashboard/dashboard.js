@@ -1,0 +1,107 @@
+// libsw dashboard: per resource, pass / block / would-block / RT per second
+// over the last minute, from /api/series (swctl serve), redrawn every second.
+// No library, no build step: canvas and the DOM.
+"use strict";
+
+const COLORS = { pass: "#2a8a2a", block: "#c62828", would_block: "#ef8f00", rt: "#1565c0" };
+const cards = new Map();
+
+function el(tag, attrs, text) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function card(res) {
+  let c = cards.get(res.name);
+  if (c) return c;
+  const root = el("div", { class: "res", "data-resource": res.name });
+  const h = el("h2", {}, res.name + " ");
+  const rule = el("span", { class: "rule" });
+  h.appendChild(rule);
+  const canvas = el("canvas", { width: 900, height: 140 });
+  const table = el("table");
+  const head = el("tr");
+  const row = el("tr", { class: "latest" });
+  for (const [field, label, cls] of [["pass", "pass/s", "pass"], ["block", "block/s", "block"],
+      ["would_block", "would block/s", "would"], ["success", "ok/s", ""],
+      ["exception", "error/s", ""], ["rt", "avg RT ms", "rt"],
+      ["concurrency", "in flight", ""]]) {
+    head.appendChild(el("th", {}, label));
+    row.appendChild(el("td", { "data-field": field, class: cls }, "–"));
+  }
+  table.appendChild(head);
+  table.appendChild(row);
+  root.append(h, canvas, table);
+  document.getElementById("resources").appendChild(root);
+  c = { root, rule, canvas, row };
+  cards.set(res.name, c);
+  return c;
+}
+
+function draw(canvas, series, windowStart) {
+  const ctx = canvas.getContext("2d");
+  const w = canvas.width, h = canvas.height, pad = 24;
+  ctx.clearRect(0, 0, w, h);
+  let max = 1, maxRt = 1;
+  for (const s of series) {
+    max = Math.max(max, s.pass, s.block, s.would_block);
+    maxRt = Math.max(maxRt, s.rt);
+  }
+  ctx.strokeStyle = "#eee";
+  ctx.fillStyle = "#888";
+  ctx.font = "11px sans-serif";
+  for (let i = 0; i <= 4; i++) {
+    const y = pad / 2 + (h - pad) * i / 4;
+    ctx.beginPath(); ctx.moveTo(30, y); ctx.lineTo(w, y); ctx.stroke();
+    ctx.fillText(String(Math.round(max * (4 - i) / 4)), 0, y + 4);
+  }
+  const x = t => 30 + (w - 30) * (t - windowStart) / 60000;
+  const line = (key, scale, color, dash) => {
+    ctx.strokeStyle = color; ctx.lineWidth = 2; ctx.setLineDash(dash || []);
+    ctx.beginPath();
+    series.forEach((s, i) => {
+      const y = pad / 2 + (h - pad) * (1 - s[key] / scale);
+      if (i === 0) ctx.moveTo(x(s.t), y); else ctx.lineTo(x(s.t), y);
+    });
+    ctx.stroke();
+    ctx.setLineDash([]);
+  };
+  line("pass", max, COLORS.pass);
+  line("block", max, COLORS.block);
+  line("would_block", max, COLORS.would_block, [4, 3]);
+  line("rt", maxRt, COLORS.rt, [1, 2]);
+}
+
+function render(data) {
+  document.getElementById("segment").textContent = data.segment;
+  document.getElementById("status").textContent =
+    data.resources.length + " resources, updated " + new Date(data.now).toLocaleTimeString();
+  document.body.setAttribute("data-updated", String(data.now));
+  for (const res of data.resources) {
+    const c = card(res);
+    c.rule.textContent = "(" + res.rule + ", limit " + res.threshold +
+      (res.dry_run ? ", dry run" : "") + ")";
+    const last = res.series.length ? res.series[res.series.length - 1] : null;
+    c.row.setAttribute("data-second", last ? String(last.t) : "");
+    for (const td of c.row.children) {
+      const f = td.getAttribute("data-field");
+      const v = f === "concurrency" ? res.concurrency : (last ? last[f] : 0);
+      td.textContent = String(v);
+    }
+    draw(c.canvas, res.series, data.now - 60000);
+  }
+}
+
+async function tick() {
+  try {
+    const r = await fetch("api/series", { cache: "no-store" });
+    render(await r.json());
+  } catch (e) {
+    document.getElementById("status").textContent = "cannot reach swctl: " + e;
+  }
+}
+
+tick();
+setInterval(tick, 1000);
