@@ -40,6 +40,9 @@ make -C _build/plain -s distcheck >/dev/null
 step "a C program outside the tree, built with pkg-config"
 tests/pkgconfig-consumer.sh _build/plain
 
+step "observability: swctl serve, Prometheus, metric log, dashboard in Chromium"
+tests/observability/run.sh _build/plain
+
 if [ -x bindings/python/run-tests.sh ]; then
   step "Python binding"
   bindings/python/run-tests.sh

@@ -42,8 +42,8 @@ static int reopen(swctl_log *log) {
 int swctl_log_open(swctl_log *log, const char *dir, const char *app, int64_t max_size,
                    int max_files) {
   memset(log, 0, sizeof *log);
-  if (max_size < 1024 || max_files < 1) {
-    fprintf(stderr, "swctl: metric log: want --log-max-size >= 1024 and --log-max-files >= 1\n");
+  if (max_size < 256 || max_files < 1) {
+    fprintf(stderr, "swctl: metric log: want --log-max-size >= 256 and --log-max-files >= 1\n");
     return -1;
   }
   if (snprintf(log->path, sizeof log->path, "%s/%s-metrics.log", dir, app) >=

@@ -40,12 +40,23 @@ function card(res) {
   return c;
 }
 
-function draw(canvas, series, windowStart) {
+// Seconds without traffic are absent from the series: give them zeros, so
+// the chart shows the whole minute.
+function dense(series, now) {
+  const by = new Map(series.map(s => [s.t, s]));
+  const end = Math.floor(now / 1000) * 1000 - 1000, out = []; // the last whole second
+  for (let t = end - 59000; t <= end; t += 1000)
+    out.push(by.get(t) || { t, pass: 0, block: 0, would_block: 0, rt: 0 });
+  return out;
+}
+
+function draw(canvas, series, now) {
   const ctx = canvas.getContext("2d");
   const w = canvas.width, h = canvas.height, pad = 24;
   ctx.clearRect(0, 0, w, h);
+  const points = dense(series, now);
   let max = 1, maxRt = 1;
-  for (const s of series) {
+  for (const s of points) {
     max = Math.max(max, s.pass, s.block, s.would_block);
     maxRt = Math.max(maxRt, s.rt);
   }
@@ -57,16 +68,17 @@ function draw(canvas, series, windowStart) {
     ctx.beginPath(); ctx.moveTo(30, y); ctx.lineTo(w, y); ctx.stroke();
     ctx.fillText(String(Math.round(max * (4 - i) / 4)), 0, y + 4);
   }
-  const x = t => 30 + (w - 30) * (t - windowStart) / 60000;
+  const x = i => 30 + (w - 40) * i / (points.length - 1);
+  const y = (v, scale) => pad / 2 + (h - pad) * (1 - v / scale);
   const line = (key, scale, color, dash) => {
-    ctx.strokeStyle = color; ctx.lineWidth = 2; ctx.setLineDash(dash || []);
+    ctx.strokeStyle = color; ctx.fillStyle = color; ctx.lineWidth = 2; ctx.setLineDash(dash || []);
     ctx.beginPath();
-    series.forEach((s, i) => {
-      const y = pad / 2 + (h - pad) * (1 - s[key] / scale);
-      if (i === 0) ctx.moveTo(x(s.t), y); else ctx.lineTo(x(s.t), y);
-    });
+    points.forEach((s, i) => (i ? ctx.lineTo : ctx.moveTo).call(ctx, x(i), y(s[key], scale)));
     ctx.stroke();
     ctx.setLineDash([]);
+    points.forEach((s, i) => {
+      if (s[key] > 0) { ctx.beginPath(); ctx.arc(x(i), y(s[key], scale), 2.5, 0, 2 * Math.PI); ctx.fill(); }
+    });
   };
   line("pass", max, COLORS.pass);
   line("block", max, COLORS.block);
@@ -85,12 +97,13 @@ function render(data) {
       (res.dry_run ? ", dry run" : "") + ")";
     const last = res.series.length ? res.series[res.series.length - 1] : null;
     c.row.setAttribute("data-second", last ? String(last.t) : "");
+    // the table shows the last second with traffic
     for (const td of c.row.children) {
       const f = td.getAttribute("data-field");
       const v = f === "concurrency" ? res.concurrency : (last ? last[f] : 0);
       td.textContent = String(v);
     }
-    draw(c.canvas, res.series, data.now - 60000);
+    draw(c.canvas, res.series, data.now);
   }
 }
 

@@ -1,0 +1,144 @@
+#!/bin/sh
+# Observability, end to end: swctl serve on a segment with known traffic
+# (fixture.c). Checks /metrics with promtool and by value, Sentinel's metric
+# log (values, rolling), the dashboard in headless Chromium (the numbers it
+# shows, and a screenshot), dry-run visible everywhere, and bad input (bad
+# listen address, unreadable segment, a full disk for the log) — with the
+# limiter working throughout. Usage: tests/observability/run.sh BUILD_DIR
+set -eu
+build=$(cd "${1:-_build/plain}" && pwd)
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top"
+. tools/deps.sh
+sw_need prometheus chromium curl
+make -C "$build" -s tests/observability/fixture tools/swctl >/dev/null
+swctl="$build/tools/swctl"
+fixture="$build/tests/observability/fixture"
+work=$(mktemp -d)
+seg="swobs-$$"
+pids=""
+cleanup() {
+  for p in $pids; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -f "/dev/shm/$seg"
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_http() { # url
+  for i in $(seq 1 100); do curl -fs -o /dev/null "$1" && return 0; sleep 0.1; done
+  fail "nothing answers at $1"
+}
+
+"$fixture" "$seg" keep > "$work/fixture.out" &
+pids="$pids $!"
+for i in $(seq 1 100); do grep -q ready "$work/fixture.out" && break; sleep 0.05; done
+
+p=$(port)
+"$swctl" serve "$seg" --listen "127.0.0.1:$p" --seconds 60 --log-dir "$work" --app obs \
+  2> "$work/serve.err" &
+pids="$pids $!"
+wait_http "http://127.0.0.1:$p/metrics"
+sleep 1.2 # one poll after the start
+
+echo "--- /metrics passes promtool and holds the segment's numbers"
+curl -fs "http://127.0.0.1:$p/metrics" > "$work/metrics.txt"
+promtool check metrics < "$work/metrics.txt" || fail "promtool rejected /metrics"
+val() { grep "^$1{segment=\"$seg\",resource=\"$2\"}" "$work/metrics.txt" | awk '{print $2}'; }
+[ "$(val libsw_block_total api)" = 2 ] || fail "block_total api: $(val libsw_block_total api)"
+[ "$(val libsw_exception_total api)" = 3 ] || fail "exception_total api"
+[ "$(val libsw_would_block_total shadow)" = 3 ] || fail "would_block_total shadow"
+[ "$(val libsw_dry_run shadow)" = 1 ] || fail "dry_run shadow"
+[ "$(val libsw_threshold api)" = 10 ] || fail "threshold api"
+[ "$(val libsw_pass_total api)" = 10 ] || fail "pass_total api: $(val libsw_pass_total api)"
+
+echo "--- the metric log has Sentinel's lines"
+log="$work/obs-metrics.log"
+[ -s "$log" ] || fail "no metric log"
+grep -q "|api|10|2|10|3|20|0|" "$log" || fail "no api line 10 pass 2 block 10 ok 3 err rt 20: $(cat "$log")"
+grep -Eq "\|shadow\|4\|0\|4\|0\|1\|0\|[0-9]+\|0\|3$" "$log" || fail "no shadow line with would-block 3: $(cat "$log")"
+
+echo "--- the dashboard shows the same numbers (headless Chromium)"
+chrome() {
+  chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+    --disable-background-networking --disable-component-update --disable-sync \
+    --user-data-dir="$work/chrome" --virtual-time-budget=4000 "$@" 2>/dev/null
+}
+chrome --dump-dom "http://127.0.0.1:$p/" > "$work/dom.html"
+python3 - "$work/dom.html" <<'PY'
+import re, sys
+dom = open(sys.argv[1]).read()
+def row(name):
+    m = re.search(r'data-resource="%s".*?<tr class="latest"[^>]*>(.*?)</tr>' % re.escape(name), dom, re.S)
+    if not m:
+        sys.exit("dashboard has no row for %s" % name)
+    return dict(re.findall(r'data-field="(\w+)"[^>]*>([^<]*)<', m.group(1)))
+api, shadow = row("api"), row("shadow")
+# the last whole second with traffic on api is the known one
+assert (api["pass"], api["block"], api["exception"], api["rt"]) == ("10", "2", "3", "20"), api
+assert shadow["would_block"] == "3", shadow
+assert "dry run" in dom, "dry run is not shown"
+assert re.search(r'data-resource="shadow"', dom)
+print("dashboard rows:", api, shadow)
+PY
+shot="$build/tests/observability/dashboard.png"
+chrome --window-size=1200,900 --screenshot="$shot" "http://127.0.0.1:$p/" >/dev/null
+[ -s "$shot" ] || fail "no screenshot"
+echo "screenshot: $shot"
+
+echo "--- /api/series holds the known second"
+curl -fs "http://127.0.0.1:$p/api/series" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+res = {r["name"]: r for r in d["resources"]}
+known = [s for s in res["api"]["series"] if s["block"] == 2]
+assert known and known[0]["pass"] == 10 and known[0]["exception"] == 3 and known[0]["rt"] == 20, res["api"]
+assert any(s["would_block"] == 3 for s in res["shadow"]["series"]), res["shadow"]
+assert res["shadow"]["dry_run"] == 1
+print("series ok")'
+
+echo "--- bad input gives a clear error"
+"$swctl" serve "$seg" --listen nonsense --seconds 1 2> "$work/err" && fail "bad address accepted"
+grep -q "bad listen address" "$work/err" || fail "$(cat "$work/err")"
+"$swctl" serve "$seg" --listen "127.0.0.1:$p" --seconds 1 2> "$work/err" && fail "port in use accepted"
+grep -q "cannot listen" "$work/err" || fail "$(cat "$work/err")"
+"$swctl" list "nosuch-$$" 2> "$work/err" && fail "missing segment accepted"
+grep -q "cannot open segment" "$work/err" || fail "$(cat "$work/err")"
+if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
+  cp "/dev/shm/$seg" "$work/private.seg"
+  chmod 600 "$work/private.seg"
+  chmod 755 "$work"
+  if su -s /bin/sh nobody -c "'$swctl' list '$work/private.seg'" 2> "$work/err"; then
+    fail "unreadable segment accepted"
+  fi
+  grep -q "Permission denied" "$work/err" || fail "$(cat "$work/err")"
+fi
+
+echo "--- a full disk for the metric log: reported, and everything goes on"
+mkdir "$work/full"
+ln -s /dev/full "$work/full/obs-metrics.log"
+p2=$(port)
+"$swctl" serve "$seg" --listen "127.0.0.1:$p2" --seconds 30 --log-dir "$work/full" --app obs \
+  2> "$work/full.err" &
+pids="$pids $!"
+wait_http "http://127.0.0.1:$p2/metrics"
+sleep 2.5
+grep -q "No space left on device" "$work/full.err" || fail "the full disk was not reported: $(cat "$work/full.err")"
+curl -fs "http://127.0.0.1:$p2/metrics" | promtool check metrics || fail "/metrics broken after ENOSPC"
+dots=$(tr -cd . < "$work/fixture.out" | wc -c)
+sleep 1.2
+[ "$(tr -cd . < "$work/fixture.out" | wc -c)" -gt "$dots" ] || fail "the limiter stopped working"
+
+echo "--- the metric log rolls within its bounds"
+p3=$(port)
+mkdir "$work/roll"
+"$swctl" serve "$seg" --listen "127.0.0.1:$p3" --seconds 5 --log-dir "$work/roll" --app r \
+  --log-max-size 256 --log-max-files 3 2>/dev/null
+files=$(ls "$work/roll" | wc -l)
+[ "$files" -ge 2 ] && [ "$files" -le 3 ] || fail "rolling kept $files files: $(ls -l "$work/roll")"
+for f in "$work"/roll/*; do
+  [ "$(stat -c %s "$f")" -le 256 ] || fail "$f is larger than 256 bytes"
+done
+
+echo "observability: all checks passed"
