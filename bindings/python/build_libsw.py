@@ -217,7 +217,8 @@ typedef enum sw_option {
   SW_OPT_MAX_QUEUE_MS, SW_OPT_WARM_UP_SEC, SW_OPT_COLD_FACTOR, SW_OPT_STRICT,
   SW_OPT_SEGMENT_MODE, SW_OPT_SEGMENT_UID, SW_OPT_SEGMENT_GID,
   SW_OPT_CLUSTER, SW_OPT_CLUSTER_LEASE, SW_OPT_CLUSTER_FAILURE, SW_OPT_CLUSTER_NODES,
-  SW_OPT_CLUSTER_TIMEOUT_MS, SW_OPT_CLUSTER_RETRY_MS, SW_OPT_CLUSTER_LOW_WATER_PCT, ...
+  SW_OPT_CLUSTER_TIMEOUT_MS, SW_OPT_CLUSTER_RETRY_MS, SW_OPT_CLUSTER_LOW_WATER_PCT,
+  SW_OPT_DRY_RUN, ...
 } sw_option;
 int sw_options_create(sw_options **out);
 void sw_options_free(sw_options *opts);
@@ -373,6 +374,7 @@ double sw_node_block_qps_at(const sw_node *node, int64_t t);
 double sw_node_success_qps_at(const sw_node *node, int64_t t);
 double sw_node_exception_qps_at(const sw_node *node, int64_t t);
 double sw_node_occupied_pass_qps_at(const sw_node *node, int64_t t);
+double sw_node_would_block_qps_at(const sw_node *node, int64_t t);
 double sw_node_total_qps_at(const sw_node *node, int64_t t);
 double sw_node_avg_rt_at(const sw_node *node, int64_t t);
 double sw_node_min_rt_at(const sw_node *node, int64_t t);
@@ -400,6 +402,7 @@ typedef struct sw_decision {
   int64_t wait_ms;
   int64_t retry_after_ms;
   int64_t remaining;
+  int32_t would_block;
   ...;
 } sw_decision;
 int sw_limiter_create(sw_limiter **out, const sw_options *opts);
@@ -411,6 +414,7 @@ int sw_limiter_exit(sw_limiter *l, int64_t rt_ms, int64_t n, uint32_t flags);
 int sw_limiter_exit_at(sw_limiter *l, int64_t t, int64_t rt_ms, int64_t n, uint32_t flags);
 int sw_limiter_set_rule(sw_limiter *l, const sw_options *rule);
 int sw_limiter_get_rule(const sw_limiter *l, sw_options *opts);
+int sw_limiter_set_dry_run(sw_limiter *l, int on);
 
 /* registry */
 typedef struct sw_registry sw_registry;

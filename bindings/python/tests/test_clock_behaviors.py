@@ -120,3 +120,18 @@ def test_clock_values_are_checked():
         lim2.acquire()
     with pytest.raises(TypeError):
         libsw.RateLimiter(10, clock=5)
+
+
+def test_dry_run_lets_everything_through_and_says_so():
+    clock = libsw.ManualClock(start_ms=1_000_000)
+    lim = libsw.RateLimiter(qps=2, dry_run=True, clock=clock)
+    permits = [lim.try_acquire() for _ in range(5)]
+    assert all(permits)
+    assert [p.would_block for p in permits] == [False, False, True, True, True]
+    for p in permits:
+        p.release()
+    st = lim.stats()
+    assert st.would_block_qps == 3 and st.block_qps == 0 and st.pass_qps == 5
+    lim.set_dry_run(False)
+    assert not lim.try_acquire()
+    assert lim.stats().block_qps == 1

@@ -161,6 +161,7 @@ class Stats:
     concurrency: int
     waiting: int
     time_ms: int
+    would_block_qps: float = 0.0  #: dry run: refusals let through, per second
 
     def as_dict(self) -> Dict[str, Any]:
         return asdict(self)
@@ -174,10 +175,13 @@ class Permit:
     time, a success, and an exception with ``release(error=True)``. A permit
     that was refused is false and carries ``retry_after`` (seconds)."""
 
-    __slots__ = ("limiter", "n", "admitted", "retry_after", "waited", "remaining", "borrowed", "_h", "_t0")
+    __slots__ = ("limiter", "n", "admitted", "retry_after", "waited", "remaining", "borrowed",
+                 "would_block", "_h", "_t0")
 
     def __init__(self, limiter: "RateLimiter", n: int, admitted: bool, retry_after: float, waited: float,
-                 remaining: int, borrowed: bool, h: Any, t0: int) -> None:
+                 remaining: int, borrowed: bool, h: Any, t0: int, would_block: bool = False) -> None:
+        #: a dry-run rule admitted this request but would have refused it
+        self.would_block = would_block
         self.limiter = limiter
         self.n = n
         self.admitted = admitted
@@ -321,13 +325,16 @@ class RateLimiter:
         cluster_failure: str = "local",
         cluster_nodes: int = 1,
         cluster_timeout: float = 0.1,
+        dry_run: bool = False,
     ) -> None:
         init_kwargs = dict(
             qps=qps, name=name, concurrency=concurrency, behavior=behavior, max_queue=max_queue,
             warm_up=warm_up, cold_factor=cold_factor, strict=strict, windows=windows,
             interval=interval, segment=segment, capacity=capacity, clock=clock, block=block,
             timeout=timeout, prioritized=prioritized, stripes=stripes, on_full=on_full,
-            sleep=sleep, async_sleep=async_sleep,
+            sleep=sleep, async_sleep=async_sleep, cluster=cluster, lease=lease,
+            cluster_failure=cluster_failure, cluster_nodes=cluster_nodes,
+            cluster_timeout=cluster_timeout, dry_run=dry_run,
         )
         self._h: Any = _CLOSED
         root = self._root = _Root()
@@ -371,6 +378,7 @@ class RateLimiter:
         set_opt(opts, lib.SW_OPT_WARM_UP_SEC, want_real(warm_up, "warm_up"), "warm_up")
         set_opt(opts, lib.SW_OPT_COLD_FACTOR, want_real(cold_factor, "cold_factor"), "cold_factor")
         set_opt(opts, lib.SW_OPT_STRICT, 1 if strict else 0)
+        set_opt(opts, lib.SW_OPT_DRY_RUN, 1 if dry_run else 0)
         set_opt(opts, lib.SW_OPT_SECOND_SAMPLE_COUNT, windows, "windows")
         set_opt(opts, lib.SW_OPT_SECOND_INTERVAL_MS, seconds_to_ms(interval, "interval"), "interval")
         if stripes is not None:
@@ -751,8 +759,9 @@ class RateLimiter:
         return cast(int, n)
 
     def _permit(self, h: Any, n: int, t0: int, info: list) -> Permit:
-        remaining = info[1] if info[1] is not None else lib.swpy_decision().remaining
-        return Permit(self, n, True, 0.0, info[0], remaining, info[2], h, t0)
+        d = lib.swpy_decision()  # this thread's last entry: this one
+        remaining = info[1] if info[1] is not None else d.remaining
+        return Permit(self, n, True, 0.0, info[0], remaining, info[2], h, t0, bool(d.would_block))
 
     def acquire(self, n: int = 1, *, key: Optional[Union[str, bytes]] = None, block: Optional[bool] = None,
                 timeout: Optional[float] = None) -> Permit:
@@ -927,7 +936,14 @@ class RateLimiter:
             concurrency=int(f(lib.sw_node_concurrency(node))),
             waiting=int(f(lib.sw_node_waiting_at(node, t))),
             time_ms=t,
+            would_block_qps=f(lib.sw_node_would_block_qps_at(node, t)),
         )
+
+    def set_dry_run(self, on: bool) -> None:
+        """Switch dry-run (shadow mode) on or off at run time: the rule keeps
+        deciding and counting, but lets everything through; permits say
+        ``would_block``. Statistics are kept."""
+        check(lib.sw_limiter_set_dry_run(self._handle(), 1 if on else 0), "set_dry_run")
 
     def second_metric(self) -> "Metric":
         """The node's per-second metric (borrowed: a live view)."""
