@@ -5,12 +5,15 @@ set -eu
 build=$1
 prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT
-make -C "$build" -s install prefix="$prefix" >/dev/null
+# Staged install: the .pc file names the configured prefix, which the
+# sysroot prepends to, as a packager's build would see it.
+make -C "$build" -s install DESTDIR="$prefix" >/dev/null 2>&1
+libdir=$(make -C "$build" -s --no-print-directory print-libdir 2>/dev/null || echo /usr/local/lib)
 cp examples/consumer.c "$prefix/prog.c"
 cd "$prefix"
-export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+export PKG_CONFIG_PATH="$prefix$libdir/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$prefix"
 cc prog.c $(pkg-config --cflags --libs libsw) -o prog
-LD_LIBRARY_PATH="$prefix/lib" ./prog
+LD_LIBRARY_PATH="$prefix$libdir" ./prog
 # Static linking pulls the private libraries from Libs.private.
 cc -static prog.c $(pkg-config --static --cflags --libs libsw) -o prog-static 2>/dev/null &&
   ./prog-static >/dev/null || echo "(static link not available here)"
