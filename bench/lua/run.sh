@@ -1,0 +1,245 @@
+#!/bin/sh
+# Cost of resty.libsw per request in nginx, against an empty access_by_lua
+# handler and against nginx's own limit_req.
+#
+#   SW_LIB=/abs/path/libsw.so sh bench/lua/run.sh [K]
+#
+# 1. callgrind: nginx in one process (master_process off, worker_processes 1)
+#    runs under valgrind --tool=callgrind; curl sends K, then (in a new run)
+#    2K requests on one keep-alive connection to one location; the
+#    instructions per request are (Ir(2K) - Ir(K)) / K, which cancels
+#    startup, init_by_lua, JIT warm-up and shutdown. K defaults to 2000.
+# 2. wrk: the same nginx without valgrind, wrk -t1 -c8 -d3s per location
+#    (smoke numbers: this machine is shared and noisy).
+#
+# Locations (each serves the same 3-byte static file):
+#   none             no access handler
+#   limit_req        limit_req zone keyed by $binary_remote_addr, huge rate
+#   lua_empty        access_by_lua_block { }
+#   lua_call         a call of a trivial Lua function from the handler
+#                    (require("libsw").loaded()): the floor of any Lua limiter
+#   raw_entry        one FFI call of sw_limiter_entry from a Lua function: the
+#                    floor of a libsw limiter in Lua
+#   libsw            resty.libsw limit("bench"): one limiter, exit = false
+#   libsw_key        limit("bench_key"), key_var = "binary_remote_addr"
+#   libsw_key_chunk  limit("bench_key", ngx.var.binary_remote_addr) (the
+#                    variable read in the handler's chunk: interpreted)
+#   lua_empty_log    access_by_lua_block { } + log_by_lua_block { }
+#   libsw_exit       limit("bench_exit") + log() in log_by_lua (RT, success)
+# libsw never blocks here (qps = 1e12). Instructions are counted only inside
+# the phases a limiter touches (callgrind --toggle-collect on
+# ngx_http_core_generic_phase: preaccess, where limit_req runs;
+# ngx_http_core_access_phase: access_by_lua; ngx_http_free_request: the log
+# phase and the request's end), so the rest of nginx adds no noise; LuaJIT's
+# garbage collector still adds some (a few tens of instructions per request
+# from run to run).
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+K=${1:-2000}
+K2=$((K * 2))
+
+if [ -z "${SW_LIB:-}" ]; then
+  for c in "$top/_build/plain/libsw/.libs/libsw.so" "$top/libsw/.libs/libsw.so"; do
+    if [ -f "$c" ]; then SW_LIB=$c; break; fi
+  done
+fi
+[ -n "${SW_LIB:-}" ] || { echo "bench/lua/run.sh: set SW_LIB to libsw.so" >&2; exit 1; }
+case "$SW_LIB" in /*) ;; *) SW_LIB="$(cd "$(dirname "$SW_LIB")" && pwd)/$(basename "$SW_LIB")" ;; esac
+for cmd in nginx valgrind curl wrk luajit; do
+  command -v "$cmd" >/dev/null 2>&1 || { echo "bench/lua/run.sh: needs $cmd" >&2; exit 1; }
+done
+modules=/usr/lib/nginx/modules
+[ -f "$modules/ngx_http_lua_module.so" ] || modules=/usr/share/nginx/modules
+resty_dir=$(dirname "$(dirname "$(ls /usr/share/lua/5.1/resty/core.lua /usr/local/share/lua/5.1/resty/core.lua 2>/dev/null | head -1)")")
+
+prefix=$(mktemp -d /tmp/libsw-bench-XXXXXX)
+tag="$$"
+port=$((20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 40000))
+mkdir -p "$prefix/html" "$prefix/logs"
+LOCATIONS=${LOCATIONS:-"none limit_req lua_empty lua_call raw_entry libsw libsw_key libsw_key_chunk lua_empty_log libsw_exit"}
+for l in $LOCATIONS; do printf 'ok\n' >"$prefix/html/$l"; done
+
+cleanup() {
+  if [ -f "$prefix/logs/nginx.pid" ]; then
+    pid=$(cat "$prefix/logs/nginx.pid" 2>/dev/null || true)
+    [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null || true
+  fi
+  for s in bench bench_key bench_exit; do rm -f "/dev/shm/libsw_${s}_$tag"; done
+  rm -rf "$prefix"
+}
+trap cleanup EXIT INT TERM
+
+cat >"$prefix/nginx.conf" <<EOF
+load_module $modules/ndk_http_module.so;
+load_module $modules/ngx_http_lua_module.so;
+daemon off;
+master_process off;
+worker_processes 1;
+error_log $prefix/logs/error.log warn;
+pid $prefix/logs/nginx.pid;
+events { worker_connections 256; }
+http {
+  access_log off;
+  client_body_temp_path $prefix/client_body;
+  proxy_temp_path $prefix/proxy;
+  fastcgi_temp_path $prefix/fastcgi;
+  uwsgi_temp_path $prefix/uwsgi;
+  scgi_temp_path $prefix/scgi;
+  keepalive_requests 1000000;
+  lua_package_path "$top/bindings/lua/?.lua;$resty_dir/?.lua;;";
+  limit_req_zone \$binary_remote_addr zone=bench:1m rate=1000000r/s;
+  init_by_lua_block {
+    assert(require("libsw").load("$SW_LIB"))
+    local limits = require "resty.libsw"
+    assert(limits.define("bench", { qps = 1e12, exit = false, reset = true,
+                                    segment = "libsw_bench_$tag" }))
+    assert(limits.define("bench_key", { qps = 1e12, capacity = 64, exit = false, reset = true,
+                                        key_var = "binary_remote_addr",
+                                        segment = "libsw_bench_key_$tag" }))
+    assert(limits.define("bench_exit", { qps = 1e12, reset = true,
+                                         segment = "libsw_bench_exit_$tag" }))
+    -- the floor: one FFI call of sw_limiter_entry from a compiled function
+    local ffi, libsw = require "ffi", require "libsw"
+    local C, d = libsw.C, ffi.new("sw_decision")
+    local h = assert(limits.get("bench").lim:handle(limits.NOKEY))
+    package.loaded.bench_raw = { entry = function()
+      local rc = C.sw_limiter_entry(h, 1, 0, d)
+      return rc
+    end }
+  }
+  server {
+    listen 127.0.0.1:$port;
+    root $prefix/html;
+    location = /none { }
+    location = /limit_req { limit_req zone=bench burst=100000000 nodelay; }
+    location = /lua_empty { access_by_lua_block { } }
+    location = /lua_call { access_by_lua_block { require("libsw").loaded() } }
+    location = /raw_entry { access_by_lua_block { require("bench_raw").entry() } }
+    location = /libsw { access_by_lua_block { require("resty.libsw").limit("bench") } }
+    location = /libsw_key { access_by_lua_block { require("resty.libsw").limit("bench_key") } }
+    location = /libsw_key_chunk {
+      access_by_lua_block { require("resty.libsw").limit("bench_key", ngx.var.binary_remote_addr) }
+    }
+    location = /lua_empty_log { access_by_lua_block { } log_by_lua_block { } }
+    location = /libsw_exit {
+      access_by_lua_block { require("resty.libsw").limit("bench_exit") }
+      log_by_lua_block { require("resty.libsw").log() }
+    }
+  }
+}
+EOF
+
+# the same addresses in every run (hash tables keyed by address)
+noaslr=""
+if setarch "$(uname -m)" -R true 2>/dev/null; then noaslr="setarch $(uname -m) -R"; fi
+
+hexport=$(printf '%04X' "$port")
+listening() { # without connecting (a probe would be counted)
+  awk -v p=":$hexport" '$2 ~ p"$" && $4 == "0A" { found = 1 } END { exit !found }' /proc/net/tcp
+}
+
+wait_listening() {
+  i=0
+  until listening; do
+    i=$((i + 1))
+    if [ "$i" -gt 1200 ]; then
+      echo "bench/lua/run.sh: nginx did not start" >&2
+      cat "$prefix/logs/error.log" "$prefix/logs/stdout" >&2 2>/dev/null || true
+      exit 1
+    fi
+    sleep 0.05
+  done
+}
+
+# Stop by the PID nginx wrote. QUIT is sent again every second: a signal
+# that lands between nginx's check of its flags and epoll_wait is noticed
+# only at the next wake-up (a race that valgrind's slowness makes likely).
+alive() { # not exited (an exited child stays a zombie until waited for)
+  [ -r "/proc/$1/status" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null
+}
+stop_nginx() {
+  pid=$(cat "$prefix/logs/nginx.pid")
+  i=0
+  while alive "$pid"; do
+    kill -QUIT "$pid" 2>/dev/null || break
+    i=$((i + 1))
+    if [ "$i" -gt 60 ]; then kill -KILL "$pid" 2>/dev/null || true; break; fi
+    sleep 1
+  done
+  wait "$1" 2>/dev/null || true
+  rm -f "$prefix/logs/nginx.pid"
+}
+
+# n requests to a location on one keep-alive connection; prints the count of 200s
+send() {
+  cfg="$prefix/curl.cfg"
+  : >"$cfg"
+  i=0
+  while [ "$i" -lt "$2" ]; do
+    printf 'url = "http://127.0.0.1:%s/%s"\noutput = "/dev/null"\n' "$port" "$1" >>"$cfg"
+    i=$((i + 1))
+  done
+  curl -s -K "$cfg" -w '%{http_code}\n' | grep -c '^200$' || true
+}
+
+# total instructions of one nginx run serving n requests to a location
+ir_run() {
+  out="$prefix/callgrind.out"
+  rm -f "$out"
+  $noaslr valgrind --tool=callgrind --smc-check=all-non-file --callgrind-out-file="$out" \
+    --toggle-collect=ngx_http_core_generic_phase --toggle-collect=ngx_http_core_access_phase \
+    --toggle-collect=ngx_http_free_request \
+    nginx -p "$prefix" -c "$prefix/nginx.conf" >"$prefix/logs/stdout" 2>&1 &
+  vg=$!
+  wait_listening
+  ok=$(send "$1" "$2")
+  if [ "$ok" -ne "$2" ]; then
+    echo "bench/lua/run.sh: $1: only $ok of $2 requests got 200" >&2
+    exit 1
+  fi
+  stop_nginx "$vg"
+  awk '/^(summary|totals):/ { print $2; exit }' "$out"
+}
+
+echo "# nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), $(luajit -v | cut -d' ' -f1-2), libsw from $SW_LIB"
+echo "# callgrind: instructions per request = (Ir(${K2} requests) - Ir(${K} requests)) / ${K}"
+for l in $LOCATIONS; do
+  a=$(ir_run "$l" "$K")
+  b=$(ir_run "$l" "$K2")
+  per=$(awk -v a="$a" -v b="$b" -v k="$K" 'BEGIN { printf "%.0f", (b - a) / k }')
+  eval "ir_$l=$per"
+  echo "location=$l instructions_per_request=$per"
+done
+
+over() { # a - b, or n/a when a location was not measured
+  if [ -z "$1" ] || [ -z "$2" ]; then echo "n/a"; return; fi
+  awk -v a="$1" -v b="$2" 'BEGIN { printf "%+d", a - b }'
+}
+for l in none limit_req lua_empty lua_call raw_entry libsw libsw_key libsw_key_chunk \
+         lua_empty_log libsw_exit; do
+  eval ": \${ir_$l:=}"
+done
+echo "# added instructions per request"
+echo "limit_req       - none          = $(over "$ir_limit_req" "$ir_none")   (nginx's own limiting)"
+echo "lua_empty       - none          = $(over "$ir_lua_empty" "$ir_none")   (an access_by_lua handler)"
+echo "lua_call        - lua_empty     = $(over "$ir_lua_call" "$ir_lua_empty")   (calling any Lua function from it)"
+echo "raw_entry       - lua_empty     = $(over "$ir_raw_entry" "$ir_lua_empty")   (+ sw_limiter_entry through the FFI)"
+echo "libsw           - lua_empty     = $(over "$ir_libsw" "$ir_lua_empty")   (resty.libsw; target <= 600)"
+echo "libsw_key       - lua_empty     = $(over "$ir_libsw_key" "$ir_lua_empty")   (per key, key_var)"
+echo "libsw_key_chunk - lua_empty     = $(over "$ir_libsw_key_chunk" "$ir_lua_empty")   (per key, ngx.var in the chunk)"
+echo "libsw_exit      - lua_empty_log = $(over "$ir_libsw_exit" "$ir_lua_empty_log")   (with log(): RT, success)"
+echo "libsw           - raw_entry     = $(over "$ir_libsw" "$ir_raw_entry")   (resty.libsw's own Lua)"
+
+echo "# wrk -t1 -c8 -d3s (requests/s; smoke numbers)"
+nginx -p "$prefix" -c "$prefix/nginx.conf" >"$prefix/logs/stdout" 2>&1 &
+ng=$!
+wait_listening
+for l in $LOCATIONS; do
+  wrk -t1 -c8 -d1s "http://127.0.0.1:$port/$l" >/dev/null 2>&1 # warm-up
+  rps=$(wrk -t1 -c8 -d3s "http://127.0.0.1:$port/$l" | awk '/Requests\/sec/ { print $2 }')
+  non2xx=$(wrk -t1 -c8 -d1s "http://127.0.0.1:$port/$l" | awk '/Non-2xx/ { print $4 }')
+  echo "location=$l requests_per_second=$rps${non2xx:+ non_2xx=$non2xx}"
+done
+stop_nginx "$ng"

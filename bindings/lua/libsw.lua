@@ -1,0 +1,885 @@
+-- libsw: LuaJIT FFI binding of libsw (Sentinel-style sliding-window limiters).
+--
+--   local libsw = require "libsw"          -- finds libsw.so (see libsw.load)
+--   local lim = assert(libsw.limiter{ qps = 10 })
+--   local verdict, wait, retry_after, remaining, borrowed = lim:entry()
+--   if verdict == "block" then ... end   -- retry_after seconds
+--   if verdict == "wait" then sleep(wait) end
+--   ... lim:exit(nil, rt_seconds, failed)
+--
+-- Thin over the C library: no statistics logic is re-implemented here. The
+-- hot functions (entry, exit) are module-level locals that keep the loaded
+-- library namespace and one reused sw_decision in upvalues, and return
+-- nothing straight from a C call, so LuaJIT compiles them into traces.
+--
+-- Works in plain LuaJIT and in OpenResty (resty.libsw builds on it).
+
+local ffi = require "ffi"
+
+local type, tostring, tonumber, setmetatable, pairs, ipairs, pcall =
+  type, tostring, tonumber, setmetatable, pairs, ipairs, pcall
+local floor, huge = math.floor, math.huge
+local ffi_string, ffi_new, ffi_gc = ffi.string, ffi.new, ffi.gc
+
+-- --------------------------------------------------------------- C declarations
+-- All declarations the bindings use, in one place, copied from <sw/sw.h>
+-- with its exact types. Guarded so that loading this file twice in one
+-- LuaJIT state (busted insulation, package.loaded resets) does not redefine.
+
+local CDEF = [[
+typedef enum sw_err {
+  SW_OK = 0, SW_EINVAL = -1, SW_ENULL = -2, SW_ENOMEM = -3, SW_ESIZE = -4,
+  SW_EOVERFLOW = -5, SW_ETIME = -6, SW_ERANGE = -7, SW_ENOTFOUND = -8,
+  SW_EEXIST = -9, SW_EFULL = -10, SW_EABI = -11, SW_EPLUGIN = -12,
+  SW_EVERSION = -13, SW_EGEOMETRY = -14, SW_ECORRUPT = -15, SW_EFOREIGN = -16,
+  SW_EIO = -17, SW_EPERM = -18, SW_ENOTSUP = -19, SW_ESTATE = -20, SW_ETYPE = -21
+} sw_err;
+const char *sw_strerror(int err);
+const char *sw_err_name(int err);
+const char *sw_last_error(void);
+
+uint32_t sw_version(void);
+const char *sw_version_string(void);
+
+int64_t sw_now_ms(void);
+int sw_clock_use(uint32_t source);
+
+typedef struct sw_options sw_options;
+typedef enum sw_option {
+  SW_OPT_OCCUPIABLE = 1, SW_OPT_STRIPES = 2, SW_OPT_MAX_RT_MS = 3,
+  SW_OPT_SECOND_SAMPLE_COUNT = 4, SW_OPT_SECOND_INTERVAL_MS = 5,
+  SW_OPT_MINUTE_SAMPLE_COUNT = 6, SW_OPT_MINUTE_INTERVAL_MS = 7,
+  SW_OPT_OCCUPY_TIMEOUT_MS = 8, SW_OPT_GRADE = 9, SW_OPT_BEHAVIOR = 10,
+  SW_OPT_THRESHOLD = 11, SW_OPT_MAX_QUEUE_MS = 12, SW_OPT_WARM_UP_SEC = 13,
+  SW_OPT_COLD_FACTOR = 14, SW_OPT_STRICT = 15, SW_OPT_SEGMENT_MODE = 16,
+  SW_OPT_SEGMENT_UID = 17, SW_OPT_SEGMENT_GID = 18
+} sw_option;
+int sw_options_create(sw_options **out);
+void sw_options_free(sw_options *opts);
+int sw_options_set(sw_options *opts, sw_option key, int64_t value);
+int sw_options_set_double(sw_options *opts, sw_option key, double value);
+int sw_options_get(const sw_options *opts, sw_option key, int64_t *value);
+int sw_options_get_double(const sw_options *opts, sw_option key, double *value);
+
+typedef struct sw_metric sw_metric;
+int64_t sw_metric_pass_at(const sw_metric *m, int64_t t);
+int64_t sw_metric_block_at(const sw_metric *m, int64_t t);
+
+typedef struct sw_node sw_node;
+sw_metric *sw_node_second_metric(sw_node *node);
+double sw_node_pass_qps_at(const sw_node *node, int64_t t);
+double sw_node_block_qps_at(const sw_node *node, int64_t t);
+double sw_node_success_qps_at(const sw_node *node, int64_t t);
+double sw_node_exception_qps_at(const sw_node *node, int64_t t);
+double sw_node_total_qps_at(const sw_node *node, int64_t t);
+double sw_node_avg_rt_at(const sw_node *node, int64_t t);
+double sw_node_min_rt_at(const sw_node *node, int64_t t);
+int64_t sw_node_total_request_at(const sw_node *node, int64_t t);
+int64_t sw_node_total_pass_at(const sw_node *node, int64_t t);
+int64_t sw_node_total_success_at(const sw_node *node, int64_t t);
+int64_t sw_node_total_exception_at(const sw_node *node, int64_t t);
+int64_t sw_node_block_request_at(const sw_node *node, int64_t t);
+int64_t sw_node_concurrency(const sw_node *node);
+int64_t sw_node_waiting_at(const sw_node *node, int64_t t);
+
+typedef struct sw_limiter sw_limiter;
+typedef struct sw_decision {
+  int32_t verdict;
+  int32_t borrowed;
+  int64_t wait_ms;
+  int64_t retry_after_ms;
+  int64_t remaining;
+  int64_t reserved[4];
+} sw_decision;
+int sw_limiter_create(sw_limiter **out, const sw_options *opts);
+void sw_limiter_free(sw_limiter *l);
+sw_node *sw_limiter_node(sw_limiter *l);
+int sw_limiter_entry(sw_limiter *l, int64_t n, uint32_t flags, sw_decision *d);
+int sw_limiter_entry_at(sw_limiter *l, int64_t t, int64_t n, uint32_t flags, sw_decision *d);
+int sw_limiter_exit(sw_limiter *l, int64_t rt_ms, int64_t n, uint32_t flags);
+int sw_limiter_exit_at(sw_limiter *l, int64_t t, int64_t rt_ms, int64_t n, uint32_t flags);
+int sw_limiter_set_rule(sw_limiter *l, const sw_options *rule);
+int sw_limiter_get_rule(const sw_limiter *l, sw_options *opts);
+
+typedef struct sw_registry sw_registry;
+int sw_registry_create(sw_registry **out, uint32_t capacity, const sw_options *opts);
+void sw_registry_free(sw_registry *r);
+int sw_registry_get(sw_registry *r, const char *name, sw_limiter **out);
+int sw_registry_find(sw_registry *r, const char *name, sw_limiter **out);
+uint32_t sw_registry_capacity(const sw_registry *r);
+uint32_t sw_registry_count(const sw_registry *r);
+int sw_registry_at(sw_registry *r, uint32_t i, sw_limiter **out, const char **name);
+
+typedef struct sw_segment sw_segment;
+int sw_segment_open(sw_segment **out, const char *name, uint32_t capacity,
+                    const sw_options *opts, uint32_t flags);
+void sw_segment_close(sw_segment *seg);
+int sw_segment_unlink(const char *name);
+sw_registry *sw_segment_registry(sw_segment *seg);
+const char *sw_segment_name(const sw_segment *seg);
+int64_t sw_segment_size(const sw_segment *seg);
+]]
+
+-- From libc, to turn a user or group name into the ids a segment is given.
+local CDEF_LIBC = [[
+struct passwd {
+  char *pw_name; char *pw_passwd; uint32_t pw_uid; uint32_t pw_gid;
+  char *pw_gecos; char *pw_dir; char *pw_shell;
+};
+struct group { char *gr_name; char *gr_passwd; uint32_t gr_gid; char **gr_mem; };
+struct passwd *getpwnam(const char *name);
+struct group *getgrnam(const char *name);
+uint32_t geteuid(void);
+int getpid(void);
+]]
+
+if not pcall(ffi.typeof, "sw_decision") then ffi.cdef(CDEF) end
+if not pcall(ffi.typeof, "struct passwd") then ffi.cdef(CDEF_LIBC) end
+
+-- ---------------------------------------------------------------- constants
+
+local M = {
+  _VERSION = "0.1.0",
+  -- verdicts as entry() returns them
+  PASS = "pass", WAIT = "wait", BLOCK = "block",
+  -- sw_err codes (the third value returned with an error)
+  EINVAL = -1, ENULL = -2, ENOMEM = -3, ESIZE = -4, EOVERFLOW = -5, ETIME = -6,
+  ERANGE = -7, ENOTFOUND = -8, EEXIST = -9, EFULL = -10, EABI = -11,
+  EPLUGIN = -12, EVERSION = -13, EGEOMETRY = -14, ECORRUPT = -15,
+  EFOREIGN = -16, EIO = -17, EPERM = -18, ENOTSUP = -19, ESTATE = -20, ETYPE = -21,
+  -- segment open flags
+  SEGMENT_CREATE = 1, SEGMENT_RESET = 2, SEGMENT_READONLY = 4,
+}
+
+local BEHAVIORS = {
+  reject = 0, warm_up = 1, pacing = 2, warm_up_pacing = 3,
+  ["warm-up"] = 1, ["warm-up+pacing"] = 3, default = 0,
+}
+local BEHAVIOR_NAMES = { [0] = "reject", "warm_up", "pacing", "warm_up_pacing" }
+M.BEHAVIORS = BEHAVIORS
+
+local ABI_MAJOR = 0 -- the major version of libsw this binding was written for
+
+-- ------------------------------------------------------------ finding the .so
+
+local function file_exists(path)
+  local f = io.open(path, "rb")
+  if f then f:close() return true end
+  return false
+end
+
+-- Where libsw.so is: the explicit path, else $SW_LIB, else package.cpath
+-- ("libsw" substituted for '?'), else the usual library directories. Never a
+-- bare ffi.load("sw"): the dynamic loader's search would silently pick
+-- whatever libsw is installed. Returns the path, or nil and where it looked.
+local function find_library(path)
+  if path ~= nil then
+    if type(path) ~= "string" or path == "" then
+      return nil, "libsw: the library path must be a non-empty string"
+    end
+    return path
+  end
+  local env = os.getenv("SW_LIB")
+  if env and env ~= "" then return env end
+  local tried = {}
+  local found, err = package.searchpath("libsw", package.cpath)
+  if found then return found end
+  tried[#tried + 1] = err
+  for _, dir in ipairs { "/usr/local/lib", "/usr/lib", "/usr/lib/x86_64-linux-gnu",
+                         "/usr/lib/aarch64-linux-gnu", "/usr/local/lib64", "/usr/lib64" } do
+    for _, name in ipairs { "libsw.so", "libsw.so.0" } do
+      local p = dir .. "/" .. name
+      if file_exists(p) then return p end
+      tried[#tried + 1] = "\n\tno file '" .. p .. "'"
+    end
+  end
+  return nil, "libsw: libsw.so not found (set SW_LIB to its full path, call "
+    .. "require('libsw').load(path), or add its directory to package.cpath):"
+    .. table.concat(tried)
+end
+M.find_library = find_library
+
+-- ------------------------------------------------------------------ the API
+
+-- Everything that calls into C is made here, with the loaded namespace C as
+-- an immutable upvalue of every function (LuaJIT folds C.sym to a direct
+-- call in traces).
+local function build(C, path)
+  local api = {}
+
+  local function errmsg(rc)
+    local msg = ffi_string(C.sw_last_error())
+    if msg == "" then msg = ffi_string(C.sw_strerror(rc)) end
+    return ffi_string(C.sw_err_name(rc)) .. ": " .. msg
+  end
+
+  -- one decision reused by every entry: read right after the call, never
+  -- across a yield
+  local dec = ffi_new("sw_decision")
+  local out_lim = ffi_new("sw_limiter *[1]")
+  local out_name = ffi_new("const char *[1]")
+  local i64 = ffi_new("int64_t[1]")
+  local dbl = ffi_new("double[1]")
+
+  api.path = path
+  api.C = C
+
+  function api.version()
+    return ffi_string(C.sw_version_string())
+  end
+  function api.version_hex()
+    return tonumber(C.sw_version())
+  end
+  function api.now_ms()
+    local t = C.sw_now_ms()
+    return tonumber(t)
+  end
+  function api.strerror(code)
+    return ffi_string(C.sw_strerror(code))
+  end
+  function api.err_name(code)
+    return ffi_string(C.sw_err_name(code))
+  end
+  function api.last_error()
+    return ffi_string(C.sw_last_error())
+  end
+  function api.clock_use(coarse)
+    local rc = C.sw_clock_use(coarse and 1 or 0)
+    if rc ~= 0 then return nil, errmsg(rc), rc end
+    return true
+  end
+  function api.unlink_segment(name)
+    if type(name) ~= "string" then return nil, "segment name must be a string" end
+    local rc = C.sw_segment_unlink(name)
+    if rc ~= 0 then return nil, errmsg(rc), rc end
+    return true
+  end
+
+  -- user / group name (or number) -> id, for segment ownership
+  function api.user_ids(user, group)
+    local uid, gid
+    if type(user) == "number" then
+      uid = user
+    elseif type(user) == "string" then
+      local pw = ffi.C.getpwnam(user)
+      if pw == nil then return nil, "no such user: " .. user end
+      uid, gid = tonumber(pw.pw_uid), tonumber(pw.pw_gid)
+    end
+    if type(group) == "number" then
+      gid = group
+    elseif type(group) == "string" then
+      local gr = ffi.C.getgrnam(group)
+      if gr == nil then return nil, "no such group: " .. group end
+      gid = tonumber(gr.gr_gid)
+    end
+    return uid or -1, gid or -1
+  end
+  function api.geteuid()
+    return tonumber(ffi.C.geteuid())
+  end
+  function api.getpid()
+    return tonumber(ffi.C.getpid())
+  end
+
+  -- ----------------------------------------------------------- options
+
+  -- Lua options -> the rule and geometry, as a plain table of sw_option
+  -- values (numbers), validated for Lua types here and for ranges by C.
+  local function rule_of(o)
+    local r = {}
+    local qps, conc = o.qps, o.concurrency
+    if qps ~= nil and conc ~= nil then
+      return nil, "give either qps or concurrency, not both"
+    end
+    if qps ~= nil then
+      if type(qps) ~= "number" then return nil, "qps must be a number" end
+      r.grade, r.threshold = 1, qps
+    elseif conc ~= nil then
+      if type(conc) ~= "number" then return nil, "concurrency must be a number" end
+      r.grade, r.threshold = 0, conc
+    else
+      return nil, "a limiter needs qps = N or concurrency = N"
+    end
+    local b = o.behavior
+    if b == nil then
+      r.behavior = 0
+    elseif type(b) == "number" then
+      r.behavior = b
+    else
+      r.behavior = BEHAVIORS[b]
+      if r.behavior == nil then
+        return nil, "behavior must be reject, pacing, warm_up or warm_up_pacing, not "
+          .. tostring(b)
+      end
+    end
+    if o.max_queue ~= nil then
+      if type(o.max_queue) ~= "number" then return nil, "max_queue must be seconds" end
+      r.max_queue_ms = floor(o.max_queue * 1000 + 0.5)
+    end
+    if o.warm_up ~= nil then
+      if type(o.warm_up) ~= "number" then return nil, "warm_up must be seconds" end
+      r.warm_up_sec = o.warm_up
+    end
+    if o.cold_factor ~= nil then
+      if type(o.cold_factor) ~= "number" then return nil, "cold_factor must be a number" end
+      r.cold_factor = o.cold_factor
+    end
+    if o.strict ~= nil then r.strict = o.strict and 1 or 0 end
+    return r
+  end
+
+  local RULE_KEYS = {
+    { "grade", C.SW_OPT_GRADE }, { "behavior", C.SW_OPT_BEHAVIOR },
+    { "threshold", C.SW_OPT_THRESHOLD, true }, { "max_queue_ms", C.SW_OPT_MAX_QUEUE_MS },
+    { "warm_up_sec", C.SW_OPT_WARM_UP_SEC }, { "cold_factor", C.SW_OPT_COLD_FACTOR },
+    { "strict", C.SW_OPT_STRICT },
+  }
+
+  local function seconds_to_ms(v, name)
+    if type(v) ~= "number" then return nil, name .. " must be a number of seconds" end
+    return floor(v * 1000 + 0.5)
+  end
+
+  -- geometry options: interval (s), windows, minute_interval (s),
+  -- minute_windows, occupy_timeout (s), stripes, max_rt (s)
+  local function geometry_of(o)
+    local g = {}
+    local err
+    if o.interval ~= nil then
+      g.second_interval_ms, err = seconds_to_ms(o.interval, "interval")
+      if not g.second_interval_ms then return nil, err end
+    end
+    if o.windows ~= nil then g.second_sample_count = o.windows end
+    if o.minute_interval ~= nil then
+      g.minute_interval_ms, err = seconds_to_ms(o.minute_interval, "minute_interval")
+      if not g.minute_interval_ms then return nil, err end
+    end
+    if o.minute_windows ~= nil then g.minute_sample_count = o.minute_windows end
+    if o.occupy_timeout ~= nil then
+      g.occupy_timeout_ms, err = seconds_to_ms(o.occupy_timeout, "occupy_timeout")
+      if not g.occupy_timeout_ms then return nil, err end
+    elseif g.second_interval_ms and g.second_interval_ms < 500 then
+      g.occupy_timeout_ms = g.second_interval_ms -- the default 500 must fit
+    end
+    if o.stripes ~= nil then g.stripes = o.stripes end
+    if o.max_rt ~= nil then
+      g.max_rt_ms, err = seconds_to_ms(o.max_rt, "max_rt")
+      if not g.max_rt_ms then return nil, err end
+    end
+    for k, v in pairs(g) do
+      if type(v) ~= "number" then return nil, k .. " must be a number" end
+    end
+    return g
+  end
+
+  local GEOM_KEYS = {
+    { "second_interval_ms", C.SW_OPT_SECOND_INTERVAL_MS },
+    { "second_sample_count", C.SW_OPT_SECOND_SAMPLE_COUNT },
+    { "minute_interval_ms", C.SW_OPT_MINUTE_INTERVAL_MS },
+    { "minute_sample_count", C.SW_OPT_MINUTE_SAMPLE_COUNT },
+    { "occupy_timeout_ms", C.SW_OPT_OCCUPY_TIMEOUT_MS },
+    { "stripes", C.SW_OPT_STRIPES }, { "max_rt_ms", C.SW_OPT_MAX_RT_MS },
+    { "segment_mode", C.SW_OPT_SEGMENT_MODE }, { "segment_uid", C.SW_OPT_SEGMENT_UID },
+    { "segment_gid", C.SW_OPT_SEGMENT_GID },
+  }
+
+  -- A sw_options (freed by the GC) holding the rule r and geometry g.
+  local function make_options(r, g)
+    local pp = ffi_new("sw_options *[1]")
+    local rc = C.sw_options_create(pp)
+    if rc ~= 0 then return nil, errmsg(rc), rc end
+    local opts = ffi_gc(pp[0], C.sw_options_free)
+    for _, kv in ipairs(RULE_KEYS) do
+      local v = r[kv[1]]
+      if v ~= nil then
+        rc = C.sw_options_set_double(opts, kv[2], v)
+        if rc ~= 0 then return nil, errmsg(rc), rc end
+      end
+    end
+    if g then
+      for _, kv in ipairs(GEOM_KEYS) do
+        local v = g[kv[1]]
+        if v ~= nil then
+          rc = C.sw_options_set_double(opts, kv[2], v)
+          if rc ~= 0 then return nil, errmsg(rc), rc end
+        end
+      end
+    end
+    return opts
+  end
+
+  -- The rule as the options hold it (defaults filled in), for comparisons.
+  local function rule_values(opts)
+    local v = {}
+    for _, kv in ipairs(RULE_KEYS) do
+      C.sw_options_get_double(opts, kv[2], dbl)
+      v[kv[1]] = dbl[0]
+    end
+    return v
+  end
+
+  -- ------------------------------------------------------------ limiter
+
+  local Limiter = {}
+  Limiter.__index = Limiter
+
+  -- Give l our rule if it has another one (a name created by a process with
+  -- an older configuration, e.g. before an nginx reload). Runs once per name
+  -- and process, on the first use.
+  local function sync_rule(self, l)
+    local scratch = self._scratch
+    local rc = C.sw_limiter_get_rule(l, scratch)
+    if rc ~= 0 then return nil, errmsg(rc), rc end
+    local want = self._rule_values
+    for _, kv in ipairs(RULE_KEYS) do
+      C.sw_options_get_double(scratch, kv[2], dbl)
+      if dbl[0] ~= want[kv[1]] then
+        rc = C.sw_limiter_set_rule(l, self._opts)
+        if rc ~= 0 then return nil, errmsg(rc), rc end
+        return true
+      end
+    end
+    return true
+  end
+
+  -- The limiter of key in a registry-backed limiter, created on first use
+  -- and cached per process (the registry owns it; the cache holds no more
+  -- entries than the registry has names).
+  local function lookup(self, key)
+    local cache = self._cache
+    if cache == nil then return nil, "limiter is closed", M.ESTATE end
+    if key == nil then
+      return nil, "this limiter holds many keys (capacity " .. self.capacity
+        .. "): entry/exit/stats need a key", M.EINVAL
+    end
+    local name = key
+    local key_name = self._key_name
+    if key_name then
+      local err
+      name, err = key_name(key)
+      if type(name) ~= "string" then return nil, err or "key has no name", M.EINVAL end
+    elseif type(key) ~= "string" then
+      if type(key) ~= "number" then return nil, "key must be a string", M.EINVAL end
+      name = tostring(key)
+    end
+    local rc = C.sw_registry_get(self._reg, name, out_lim)
+    if rc ~= 0 then return nil, errmsg(rc), rc end
+    local l = out_lim[0]
+    if self._sync then
+      local ok, err, code = sync_rule(self, l)
+      if not ok then return nil, err, code end
+    end
+    cache[key] = l
+    return l
+  end
+
+  -- The sw_limiter handle of key (the single limiter when there are no
+  -- keys), created on first use; for entry_handle / exit_handle.
+  local function handle(self, key)
+    local l = self._l
+    if l == nil then
+      local cache = self._cache
+      l = cache and cache[key]
+      if l == nil then return lookup(self, key) end
+    end
+    return l
+  end
+  Limiter.handle = handle
+
+  -- Decide an entry on handle l: verdict, wait_s, retry_after_s, remaining,
+  -- borrowed, or nil, message, code.
+  local function entry_handle(self, l, n, prioritized)
+    local flags = prioritized and 1 or 0
+    local clock = self._clock
+    local rc
+    if clock then
+      rc = C.sw_limiter_entry_at(l, clock(), n or 1, flags, dec)
+    else
+      rc = C.sw_limiter_entry(l, n or 1, flags, dec)
+    end
+    if rc ~= 0 then return nil, errmsg(rc), rc end
+    local v = dec.verdict
+    if v == 0 then
+      return "pass", 0, 0, tonumber(dec.remaining), dec.borrowed ~= 0
+    elseif v == 2 then
+      return "wait", tonumber(dec.wait_ms) / 1000, 0, tonumber(dec.remaining),
+        dec.borrowed ~= 0
+    end
+    local ra = tonumber(dec.retry_after_ms)
+    return "block", 0, ra < 0 and huge or ra / 1000, tonumber(dec.remaining), false
+  end
+  Limiter.entry_handle = entry_handle
+
+  -- The lean pair for integrations that keep handles themselves
+  -- (resty.libsw): decide(l, t, n, flags) returns the verdict code (0 pass,
+  -- 1 block, 2 wait) with wait_ms or retry_after_ms, or a negative sw_err
+  -- code; finish(l, t, rt_ms, failed) returns 0 or a negative code. t is
+  -- the time in ms, or nil for libsw's clock. api.error_message(code)
+  -- gives the message of a failure, right after it.
+  local function decide(l, t, n, flags)
+    local rc
+    if t then
+      rc = C.sw_limiter_entry_at(l, t, n, flags, dec)
+    else
+      rc = C.sw_limiter_entry(l, n, flags, dec)
+    end
+    if rc ~= 0 then return rc end
+    local v = dec.verdict
+    if v == 0 then return 0 end
+    if v == 2 then return 2, tonumber(dec.wait_ms) end
+    return 1, 0, tonumber(dec.retry_after_ms)
+  end
+  api.decide = decide
+
+  local function finish(l, t, rt_ms, failed)
+    local flags = failed and 1 or 0
+    local rc
+    if t then
+      rc = C.sw_limiter_exit_at(l, t, rt_ms, 1, flags)
+    else
+      rc = C.sw_limiter_exit(l, rt_ms, 1, flags)
+    end
+    return rc
+  end
+  api.finish = finish
+  api.error_message = errmsg
+
+  -- verdict, wait_s, retry_after_s, remaining, borrowed
+  -- or nil, message, code
+  local function entry(self, key, n, prioritized)
+    local l = self._l
+    if l == nil then
+      local cache = self._cache
+      l = cache and cache[key]
+      if l == nil then
+        local err, code
+        l, err, code = lookup(self, key)
+        if l == nil then return nil, err, code end
+      end
+    end
+    return entry_handle(self, l, n, prioritized)
+  end
+  Limiter.entry = entry
+
+  -- The end of an admitted entry on handle l: rt in seconds, failed counts
+  -- an exception.
+  local function exit_handle(self, l, rt, failed, n)
+    local rt_ms = 0
+    if rt ~= nil then
+      rt_ms = floor(rt * 1000 + 0.5)
+      if rt_ms < 0 then rt_ms = 0 end
+    end
+    local flags = failed and 1 or 0
+    local clock = self._clock
+    local rc
+    if clock then
+      rc = C.sw_limiter_exit_at(l, clock(), rt_ms, n or 1, flags)
+    else
+      rc = C.sw_limiter_exit(l, rt_ms, n or 1, flags)
+    end
+    if rc ~= 0 then return nil, errmsg(rc), rc end
+    return true
+  end
+  Limiter.exit_handle = exit_handle
+
+  -- The end of an admitted entry of key: rt in seconds, failed counts an
+  -- exception.
+  local function exit(self, key, rt, failed, n)
+    local l = self._l
+    if l == nil then
+      local cache = self._cache
+      l = cache and cache[key]
+      if l == nil then
+        local err, code
+        l, err, code = lookup(self, key)
+        if l == nil then return nil, err, code end
+      end
+    end
+    return exit_handle(self, l, rt, failed, n)
+  end
+  Limiter.exit = exit
+
+  local function now_of(self)
+    local clock = self._clock
+    if clock then return clock() end
+    return C.sw_now_ms()
+  end
+
+  local function stats_of(self, l, t)
+    local node = C.sw_limiter_node(l)
+    local sec = C.sw_node_second_metric(node)
+    local s = {
+      pass = tonumber(C.sw_metric_pass_at(sec, t)),
+      block = tonumber(C.sw_metric_block_at(sec, t)),
+      pass_qps = tonumber(C.sw_node_pass_qps_at(node, t)),
+      block_qps = tonumber(C.sw_node_block_qps_at(node, t)),
+      success_qps = tonumber(C.sw_node_success_qps_at(node, t)),
+      exception_qps = tonumber(C.sw_node_exception_qps_at(node, t)),
+      total_qps = tonumber(C.sw_node_total_qps_at(node, t)),
+      avg_rt = tonumber(C.sw_node_avg_rt_at(node, t)) / 1000,
+      min_rt = tonumber(C.sw_node_min_rt_at(node, t)) / 1000,
+      concurrency = tonumber(C.sw_node_concurrency(node)),
+      waiting = tonumber(C.sw_node_waiting_at(node, t)),
+      total_request = tonumber(C.sw_node_total_request_at(node, t)),
+      total_pass = tonumber(C.sw_node_total_pass_at(node, t)),
+      total_success = tonumber(C.sw_node_total_success_at(node, t)),
+      total_exception = tonumber(C.sw_node_total_exception_at(node, t)),
+      total_block = tonumber(C.sw_node_block_request_at(node, t)),
+    }
+    local rc = C.sw_limiter_get_rule(l, self._scratch)
+    if rc == 0 then
+      local rv = rule_values(self._scratch)
+      s.threshold = rv.threshold
+      s.grade = rv.grade == 0 and "concurrency" or "qps"
+      s.behavior = BEHAVIOR_NAMES[rv.behavior]
+    end
+    return s
+  end
+
+  -- Statistics of key (nil for a single limiter): a table of rates per
+  -- second, counts, RTs in seconds, requests in flight and the rule. A key
+  -- never used gives nil, "no such key".
+  function Limiter:stats(key)
+    local l = self._l
+    if l == nil then
+      if self._reg == nil then return nil, "limiter is closed", M.ESTATE end
+      if key == nil then return nil, "stats of a registry-backed limiter need a key" end
+      local name = self._key_name and self._key_name(key) or tostring(key)
+      local rc = C.sw_registry_find(self._reg, name, out_lim)
+      if rc < 0 then return nil, errmsg(rc), rc end
+      if rc == 0 then return nil, "no such key: " .. tostring(key), M.ENOTFOUND end
+      l = out_lim[0]
+    end
+    return stats_of(self, l, now_of(self))
+  end
+
+  -- Create key's limiter now if it does not exist (no entry is counted).
+  function Limiter:ensure(key)
+    if self._l ~= nil then return true end
+    local l, err, code = lookup(self, key)
+    if l == nil then return nil, err, code end
+    return true
+  end
+
+  -- Names in a registry-backed limiter, in creation order.
+  function Limiter:keys()
+    local reg = self._reg
+    if reg == nil then return {} end
+    local list = {}
+    local n = C.sw_registry_count(reg)
+    for i = 0, n - 1 do
+      local rc = C.sw_registry_at(reg, i, nil, out_name)
+      if rc == 0 then list[#list + 1] = ffi_string(out_name[0]) end
+    end
+    return list
+  end
+
+  function Limiter:count()
+    local reg = self._reg
+    if reg == nil then return self._l and 1 or 0 end
+    return tonumber(C.sw_registry_count(reg))
+  end
+
+  -- Replace the rule (qps / concurrency, behavior, ...) of this limiter: at
+  -- once for a single limiter and for the keys this process has used; other
+  -- keys take it on their first use here. The statistics are kept.
+  function Limiter:set_rule(o)
+    if type(o) ~= "table" then return nil, "set_rule needs a table of options" end
+    local r, err = rule_of(o)
+    if not r then return nil, err, M.EINVAL end
+    local opts, err2, code = make_options(r, nil)
+    if not opts then return nil, err2, code end
+    local targets = {}
+    if self._l ~= nil then
+      targets[1] = self._l
+    elseif self._cache then
+      for _, l in pairs(self._cache) do targets[#targets + 1] = l end
+    else
+      return nil, "limiter is closed", M.ESTATE
+    end
+    for i = 1, #targets do
+      local rc = C.sw_limiter_set_rule(targets[i], opts)
+      if rc ~= 0 then return nil, errmsg(rc), rc end
+    end
+    self._opts = opts
+    self._rule_values = rule_values(opts)
+    self._sync = self._reg ~= nil
+    return true
+  end
+
+  -- The rule in force for key (nil for a single limiter), as options.
+  function Limiter:rule(key)
+    local l = self._l
+    if l == nil then
+      if self._reg == nil then return nil, "limiter is closed", M.ESTATE end
+      local name = self._key_name and self._key_name(key) or tostring(key)
+      local rc = C.sw_registry_find(self._reg, name, out_lim)
+      if rc < 0 then return nil, errmsg(rc), rc end
+      if rc == 0 then return nil, "no such key: " .. tostring(key), M.ENOTFOUND end
+      l = out_lim[0]
+    end
+    local rc = C.sw_limiter_get_rule(l, self._scratch)
+    if rc ~= 0 then return nil, errmsg(rc), rc end
+    local rv = rule_values(self._scratch)
+    local o = {
+      behavior = BEHAVIOR_NAMES[rv.behavior], strict = rv.strict ~= 0,
+      max_queue = rv.max_queue_ms / 1000, warm_up = rv.warm_up_sec,
+      cold_factor = rv.cold_factor,
+    }
+    if rv.grade == 0 then o.concurrency = rv.threshold else o.qps = rv.threshold end
+    return o
+  end
+
+  -- Release the C objects now (the GC does it otherwise). A shared segment
+  -- stays for the other processes.
+  function Limiter:close()
+    if self._l ~= nil and self._owner then
+      ffi_gc(self._l, nil)
+      C.sw_limiter_free(self._l)
+    end
+    if self._seg ~= nil then
+      ffi_gc(self._seg, nil)
+      C.sw_segment_close(self._seg)
+    elseif self._reg ~= nil then
+      ffi_gc(self._reg, nil)
+      C.sw_registry_free(self._reg)
+    end
+    self._l, self._reg, self._seg, self._cache = nil, nil, nil, nil
+  end
+
+  function Limiter:segment_size()
+    if self._seg == nil then return nil, "not a shared segment" end
+    return tonumber(C.sw_segment_size(self._seg))
+  end
+
+  -- libsw.limiter{ qps = N | concurrency = N, behavior = ..., max_queue = s,
+  --   warm_up = s, cold_factor = k, strict = bool, prioritized = bool,
+  --   interval = s, windows = n, minute_interval = s, minute_windows = n,
+  --   occupy_timeout = s, stripes = n, max_rt = s,
+  --   capacity = n, segment = name, reset = bool, create = bool,
+  --   mode = 0660, uid = n | user = "name", gid = n | group = "name",
+  --   clock = function() return ms end,
+  --   key_name = function(key) return name end }  -- keys -> registry names
+  function api.limiter(o)
+    if type(o) ~= "table" then return nil, "libsw.limiter needs a table of options", M.EINVAL end
+    local r, err = rule_of(o)
+    if not r then return nil, err, M.EINVAL end
+    local g
+    g, err = geometry_of(o)
+    if not g then return nil, err, M.EINVAL end
+    if o.clock ~= nil and type(o.clock) ~= "function" then
+      return nil, "clock must be a function returning milliseconds", M.EINVAL
+    end
+    if o.key_name ~= nil and type(o.key_name) ~= "function" then
+      return nil, "key_name must be a function(key) returning a name", M.EINVAL
+    end
+    local segment, capacity = o.segment, o.capacity
+    if segment ~= nil and type(segment) ~= "string" then
+      return nil, "segment must be a name (string)", M.EINVAL
+    end
+    if capacity ~= nil and (type(capacity) ~= "number" or capacity < 1
+        or capacity ~= floor(capacity) or capacity > 0xffffffff) then
+      return nil, "capacity must be a positive integer", M.EINVAL
+    end
+    if segment then
+      if o.mode ~= nil then g.segment_mode = o.mode end
+      local uid, gid = o.uid, o.gid
+      if o.user ~= nil or o.group ~= nil then
+        local u, gg = api.user_ids(o.user, o.group)
+        if not u then return nil, gg, M.EINVAL end
+        if o.user ~= nil then uid = u end
+        if gg ~= -1 then gid = gg end
+      end
+      if uid ~= nil then g.segment_uid = uid end
+      if gid ~= nil then g.segment_gid = gid end
+    end
+    local opts, err2, code = make_options(r, g)
+    if not opts then return nil, err2, code end
+    local pp_scratch = ffi_new("sw_options *[1]")
+    local rc = C.sw_options_create(pp_scratch)
+    if rc ~= 0 then return nil, errmsg(rc), rc end
+    local self = setmetatable({
+      _opts = opts, _rule_values = rule_values(opts),
+      _scratch = ffi_gc(pp_scratch[0], C.sw_options_free),
+      _clock = o.clock, _key_name = o.key_name, capacity = capacity or 1,
+    }, Limiter)
+    if segment then
+      local flags = 0
+      if o.create ~= false then flags = flags + 1 end
+      if o.reset then flags = flags + 2 end
+      local ps = ffi_new("sw_segment *[1]")
+      rc = C.sw_segment_open(ps, segment, capacity or 1024, opts, flags)
+      if rc ~= 0 then return nil, errmsg(rc), rc end
+      self._seg = ffi_gc(ps[0], C.sw_segment_close)
+      self._reg = C.sw_segment_registry(self._seg)
+      self._cache = {}
+      self._sync = true
+      self.capacity = capacity or 1024
+      self.segment = segment
+    elseif capacity then
+      local pr = ffi_new("sw_registry *[1]")
+      rc = C.sw_registry_create(pr, capacity, opts)
+      if rc ~= 0 then return nil, errmsg(rc), rc end
+      self._reg = ffi_gc(pr[0], C.sw_registry_free)
+      self._cache = {}
+      self._sync = false -- every name is created here with our rule
+    else
+      rc = C.sw_limiter_create(out_lim, opts)
+      if rc ~= 0 then return nil, errmsg(rc), rc end
+      self._l = ffi_gc(out_lim[0], C.sw_limiter_free)
+      self._owner = true
+    end
+    return self
+  end
+
+  api.Limiter = Limiter
+  return api
+end
+
+-- --------------------------------------------------------------- loading
+
+local loaded -- the api table once the library is loaded
+
+-- Load libsw.so (path, else $SW_LIB, else package.cpath, else the usual
+-- directories) and fill the module. Loading again with another path is an
+-- error; without a path, or with the same one, it returns the module.
+function M.load(path)
+  if loaded then
+    if path == nil or path == loaded.path then return M end
+    return nil, "libsw: already loaded from " .. loaded.path .. ", not loading " .. path
+  end
+  local p, err = find_library(path)
+  if not p then return nil, err end
+  local ok, lib = pcall(ffi.load, p)
+  if not ok then return nil, "libsw: cannot load " .. p .. ": " .. tostring(lib) end
+  local okv, ver = pcall(function() return lib.sw_version() end)
+  if not okv then return nil, "libsw: " .. p .. " has no sw_version: " .. tostring(ver) end
+  local major = floor(tonumber(ver) / 65536)
+  if major ~= ABI_MAJOR then
+    return nil, ("libsw: %s is version %s, this binding needs %d.x"):format(
+      p, ffi_string(lib.sw_version_string()), ABI_MAJOR)
+  end
+  loaded = build(lib, p)
+  for k, v in pairs(loaded) do M[k] = v end
+  return M
+end
+
+-- Until loaded, the API functions load the library on first use.
+local function lazy(name)
+  return function(...)
+    local ok, err = M.load()
+    if not ok then return nil, err end
+    return M[name](...)
+  end
+end
+for _, name in ipairs { "limiter", "version", "version_hex", "now_ms", "strerror",
+                        "err_name", "last_error", "unlink_segment", "user_ids",
+                        "clock_use", "geteuid", "getpid" } do
+  M[name] = lazy(name)
+end
+
+function M.loaded()
+  return loaded ~= nil
+end
+
+return M

@@ -1,0 +1,426 @@
+-- resty.libsw: libsw limiters for OpenResty / nginx + lua-nginx-module.
+--
+--   init_by_lua_block {
+--     local limits = require "resty.libsw"
+--     assert(limits.define("api", { qps = 100, capacity = 10000 }))
+--   }
+--   access_by_lua_block { require("resty.libsw").limit("api", ngx.var.binary_remote_addr) }
+--   log_by_lua_block    { require("resty.libsw").log() }
+--
+-- Each defined limit lives in a libsw shared segment (POSIX shared memory,
+-- /dev/shm/<segment>) created by define() in init_by_lua, i.e. by the nginx
+-- master. Workers are forked from the master and inherit its mapping, so
+-- every worker updates the same limiters, exactly, with no lock on the hot
+-- path. See docs/openresty.md.
+
+local libsw = require "libsw"
+
+local ngx = ngx
+local type, tostring, pairs, setmetatable, error = type, tostring, pairs, setmetatable, error
+local ceil, huge, floor = math.ceil, math.huge, math.floor
+local byte, find, format, concat = string.byte, string.find, string.format, table.concat
+
+local _M = { _VERSION = "0.1.0" }
+
+-- libsw's lean entry / exit, set by define() once the library is loaded
+local decide, finish
+
+local limits = {}   -- name -> Limit, in this Lua VM (the master's, copied into workers)
+local DEFAULT_SEGMENT_PREFIX = "libsw_"
+
+-- ------------------------------------------------------------ key names
+
+-- Registry names are 1..63 bytes without NUL. A key made only of printable
+-- ASCII other than space and '~' (0x21..0x7d), 1..63 bytes, is its own
+-- name; any other key (binary addresses from $binary_remote_addr, long or
+-- empty keys) is encoded, and every encoded name starts with '~', so the
+-- two never collide:
+--   "~" .. hex(key)         keys of up to 31 bytes (an IPv6 address: 33 bytes)
+--   "~h" .. md5_hex(key)    longer keys (34 bytes)
+local HEX = {}
+for i = 0, 255 do HEX[i] = format("%02x", i) end
+
+local function hex(s)
+  local n = #s
+  local out = {}
+  for i = 1, n do out[i] = HEX[byte(s, i)] end
+  return concat(out)
+end
+
+local function digest(s)
+  if ngx and ngx.md5 then return ngx.md5(s) end
+  -- outside nginx (unit tests): FNV-1a 64, as two 32-bit halves
+  local h1, h2 = 0x811c9dc5, 0x050c5d1f
+  for i = 1, #s do
+    local b = byte(s, i)
+    h1 = (bit.bxor(h1, b) * 16777619) % 4294967296
+    h2 = (bit.bxor(h2, b) * 16777619 + h1) % 4294967296
+  end
+  return format("%08x%08x", h1, h2)
+end
+
+local function key_name(key)
+  if type(key) ~= "string" then key = tostring(key) end
+  local n = #key
+  if n >= 1 and n <= 63 and not find(key, "[^\33-\125]") then return key end
+  if n <= 31 then return "~" .. hex(key) end
+  return "~h" .. digest(key)
+end
+_M.key_name = key_name
+
+-- Sentinel keys: a keyless call, and the shared overflow limiter.
+local NOKEY = setmetatable({}, { __tostring = function() return "(no key)" end })
+local OVERFLOW = setmetatable({}, { __tostring = function() return "(overflow)" end })
+local OVERFLOW_NAME = "~overflow" -- not hex: cannot be an encoded key
+
+-- ------------------------------------------------------------------ limits
+
+local Limit = {}
+Limit.__index = Limit
+
+local function log(level, ...)
+  if ngx and ngx.log then ngx.log(level, ...) end
+end
+
+local function phase()
+  if ngx and ngx.get_phase then return ngx.get_phase() end
+  return "init"
+end
+
+local ON_FULL = { open = true, closed = true, overflow = true }
+
+-- What define() passes on to libsw.limiter (everything else is ours).
+local HELPER_OPTIONS = {
+  segment = true, capacity = true, status = true, full_status = true,
+  on_full = true, reset = true, exit = true, retry_after = true, lib = true,
+  reopen = true, user = true, group = true, mode = true, uid = true, gid = true,
+  create = true, clock = true, key_name = true, key_var = true,
+}
+
+local function open(self, create, reset)
+  local o = {}
+  for k, v in pairs(self.opts) do
+    if not HELPER_OPTIONS[k] then o[k] = v end
+  end
+  o.stripes = o.stripes or 1 -- per-key limiters: 4x smaller, see docs
+  o.segment = self.segment
+  o.capacity = self.capacity
+  o.create = create
+  o.reset = reset
+  o.mode, o.uid, o.gid, o.user, o.group =
+    self.opts.mode, self.opts.uid, self.opts.gid, self.opts.user, self.opts.group
+  o.clock = self.opts.clock
+  local limit_name = self.name
+  local nokey_name = "~=" .. limit_name
+  o.key_name = function(key)
+    if key == NOKEY then return nokey_name end
+    if key == OVERFLOW then return OVERFLOW_NAME end
+    return key_name(key)
+  end
+  return libsw.limiter(o)
+end
+
+-- define(name, options): create (or attach to) the limit's segment. Call it
+-- in init_by_lua (the master: workers inherit the mapping). Options: those
+-- of libsw.limiter (qps / concurrency, behavior, max_queue, warm_up,
+-- cold_factor, strict, interval, windows, stripes, ...) and
+--   segment      shared memory name (default "libsw_<name>") or a file path
+--   capacity     distinct keys (default 1: a limit without keys)
+--   status       status of a blocked request (default 429)
+--   retry_after  send Retry-After on a block (default true)
+--   on_full      "open" (default), "closed" or "overflow": a new key when
+--                every place is taken
+--   full_status  status for on_full = "closed" (default: status)
+--   reset        false (default): keep the state across restarts and reloads;
+--                true: start empty at every (re)load; "mismatch": start empty
+--                only when the segment has another geometry or libsw version
+--   key_var      an nginx variable giving the key when limit() gets none
+--                ("binary_remote_addr"; read in the compiled hot path)
+--   exit         record the end of each request in log() (default true;
+--                required for concurrency limits)
+--   user, group  owner of a new segment (names or uid / gid), mode (0600)
+--   reopen       true: each worker opens the segment again in init_worker()
+--   lib          path of libsw.so (default: $SW_LIB, package.cpath)
+function _M.define(name, opts)
+  if type(name) ~= "string" or not find(name, "^[%w_.%-]+$") or #name > 40 then
+    return nil, "limit name must be 1..40 characters of [A-Za-z0-9_.-]"
+  end
+  opts = opts or {}
+  if type(opts) ~= "table" then return nil, "options must be a table" end
+  local ok, err = libsw.load(opts.lib)
+  if not ok then return nil, err end
+  local on_full = opts.on_full or "open"
+  if not ON_FULL[on_full] then
+    return nil, "on_full must be open, closed or overflow, not " .. tostring(on_full)
+  end
+  local reset = opts.reset or false
+  if reset ~= false and reset ~= true and reset ~= "mismatch" then
+    return nil, "reset must be true, false or \"mismatch\""
+  end
+  local ph = phase()
+  if reset == true and ph ~= "init" then
+    return nil, "reset = true needs define() in init_by_lua (else every worker would reset)"
+  end
+  local old = limits[name]
+  if old and old.pid == libsw.getpid() and old.opts == opts then return old end
+
+  local self = setmetatable({
+    name = name,
+    opts = opts,
+    segment = opts.segment or (DEFAULT_SEGMENT_PREFIX .. name),
+    capacity = opts.capacity or 1,
+    status = opts.status or 429,
+    full_status = opts.full_status or opts.status or 429,
+    on_full = on_full,
+    retry_after = opts.retry_after ~= false,
+    exit = opts.exit ~= false,
+    key_var = opts.key_var or false, -- fields set (false, not nil): no
+    clock = opts.clock or false,     -- metatable lookups in the hot path
+    full_logged = -huge,
+  }, Limit)
+  if opts.key_var ~= nil and (type(opts.key_var) ~= "string" or opts.key_var == "") then
+    return nil, "key_var must be the name of an nginx variable (\"binary_remote_addr\")"
+  end
+  if on_full == "overflow" and self.capacity < 2 then
+    return nil, "on_full = \"overflow\" needs capacity >= 2 (the overflow key takes one place)"
+  end
+  local lim, code
+  lim, err, code = open(self, opts.create ~= false, reset == true)
+  if not lim and reset == "mismatch" and (code == libsw.EGEOMETRY or code == libsw.EVERSION) then
+    log(ngx and ngx.WARN, "libsw: limit ", name, ": ", err, "; starting it anew (reset = mismatch)")
+    lim, err, code = open(self, true, true)
+  end
+  if not lim then return nil, "libsw: limit " .. name .. ": " .. err, code end
+  decide, finish = libsw.decide, libsw.finish
+  self.lim = lim
+  self.handles = {} -- key -> sw_limiter handle, in this process
+  self.pid = libsw.getpid()
+  if on_full == "overflow" then
+    -- created now, so that it exists when the registry is full
+    local okk, e = lim:ensure(OVERFLOW)
+    if not okk then return nil, "libsw: limit " .. name .. ": overflow key: " .. e end
+  end
+  limits[name] = self
+  return self
+end
+
+-- The Limit of name (nil, message if it was never defined).
+function _M.get(name)
+  local self = limits[name]
+  if self == nil then return nil, "libsw: no limit named " .. tostring(name) end
+  return self
+end
+
+-- init_worker(): for limits defined with reopen = true, open the segment
+-- again in this worker (by name, not creating it). Optional: by default
+-- workers use the mapping they inherited from the master.
+function _M.init_worker()
+  for name, self in pairs(limits) do
+    if self.opts.reopen then
+      local lim, err = open(self, false, false)
+      if not lim then
+        log(ngx.ERR, "libsw: limit ", name, ": cannot reopen in this worker: ", err)
+      else
+        self.lim, self.handles = lim, {}
+        self.pid = libsw.getpid()
+      end
+    end
+  end
+  return true
+end
+
+-- ------------------------------------------------------------- hot path
+
+-- Entries waiting for their exit in the log phase, by request: the
+-- request's address keys them, so that
+-- recording costs two table stores and no ngx.ctx table. The first entry of
+-- a request goes to pending_l / pending_s, any further one to pending_more.
+-- A request that never reaches log() (a subrequest, a location whose own
+-- log_by_lua does not call it) leaves its entry behind: the next request
+-- at the same address exits it, which ends the leak instead of keeping it.
+local pending_l, pending_s, pending_more = {}, {}, {}
+
+-- The current request as a table key: the address of its
+-- ngx_http_request_t as a number (get_request() returns a new cdata box
+-- at every call, and cdata keys compare by box, not by address).
+local get_request
+if ngx and ngx.config and ngx.config.ngx_lua_version then
+  local ok, base = pcall(require, "resty.core.base")
+  if ok and base.get_request then
+    local ffi = require "ffi"
+    local cast, request = ffi.cast, base.get_request
+    local uintptr_t = ffi.typeof("uintptr_t")
+    get_request = function()
+      local r = request()
+      if r == nil then return nil end
+      return tonumber(cast(uintptr_t, r))
+    end
+  end
+end
+if get_request == nil then
+  -- without resty.core (unit tests with a stand-in ngx): ngx.ctx is per request
+  get_request = function() return ngx.ctx end
+end
+
+local function record(self, l)
+  local r = get_request()
+  if r == nil then return end
+  if pending_l[r] == nil then
+    pending_l[r] = l
+    pending_s[r] = self
+  else
+    local more = pending_more[r]
+    if more == nil then
+      more = {}
+      pending_more[r] = more
+    end
+    more[#more + 1] = l
+    more[#more + 1] = self
+  end
+end
+
+local function full(self, key, err)
+  local now = ngx.now()
+  if now - self.full_logged >= 10 then
+    self.full_logged = now
+    log(ngx.WARN, "libsw: limit ", self.name, ": ", err, " (on_full = ", self.on_full,
+        "; further messages suppressed for 10 s)")
+  end
+  if self.on_full == "closed" then
+    return ngx.exit(self.full_status)
+  end
+  return nil
+end
+
+local function failure(self, key, err, code)
+  if code == libsw.EFULL then
+    if self.on_full == "overflow" then return "overflow" end
+    full(self, key, err)
+    return false
+  end
+  log(ngx.ERR, "libsw: limit ", self.name, ": ", err, " (request let through)")
+  return false
+end
+
+-- Decide one request of the limit for key (any string; nil: the define()
+-- option key_var names an nginx variable to use, else the limit has no
+-- keys): on PASS return true; on WAIT sleep (ngx.sleep) then return true;
+-- on BLOCK send the status with Retry-After and end the request
+-- (ngx.exit). Returns false only when the request passes unlimited
+-- (on_full = "open", or an error, which is logged).
+local function access(self, key)
+  if key == nil then
+    local var = self.key_var
+    if var then key = ngx.var[var] end
+    if key == nil then key = NOKEY end
+  end
+  local l = self.handles[key]
+  if l == nil then
+    local lim = self.lim
+    local err, code
+    l, err, code = lim.handle(lim, key)
+    if l == nil then
+      local f = failure(self, key, err, code)
+      if f == "overflow" then return access(self, OVERFLOW) end
+      return f
+    end
+    self.handles[key] = l
+  end
+  local clock = self.clock
+  local v, wait_ms, retry_ms = decide(l, clock and clock() or nil, 1, 0)
+  if v == 0 then
+    if self.exit then record(self, l) end
+    return true
+  end
+  if v == 1 then
+    if self.retry_after and retry_ms >= 0 then
+      local s = ceil(retry_ms / 1000)
+      if s < 1 then s = 1 end
+      ngx.header["Retry-After"] = s
+    end
+    return ngx.exit(self.status)
+  end
+  if v == 2 then
+    if self.exit then record(self, l) end
+    ngx.sleep(wait_ms / 1000)
+    return true
+  end
+  return failure(self, key, libsw.error_message(v), v)
+end
+Limit.limit = access
+
+-- limit(name, key): access() of the limit defined under name.
+function _M.limit(name, key)
+  local self = limits[name]
+  if self == nil then
+    log(ngx.ERR, "libsw: no limit named ", tostring(name), " (define it in init_by_lua)")
+    return false
+  end
+  return access(self, key)
+end
+
+local function exit_one(self, l, rt_ms, failed)
+  local clock = self.clock
+  local rc = finish(l, clock and clock() or nil, rt_ms, failed)
+  if rc ~= 0 then
+    log(ngx.ERR, "libsw: limit ", self.name, ": exit: ", libsw.error_message(rc))
+  end
+end
+
+-- log(): the end of every entry this request made (call it in log_by_lua):
+-- response time from the request's start, failure when status >= 500.
+function _M.log()
+  local r = get_request()
+  if r == nil then return end
+  local l = pending_l[r]
+  if l == nil then return end
+  local self = pending_s[r]
+  pending_l[r] = nil
+  pending_s[r] = nil
+  local rt_ms = floor((ngx.now() - ngx.req.start_time()) * 1000 + 0.5)
+  if rt_ms < 0 then rt_ms = 0 end
+  local failed = ngx.status >= 500
+  exit_one(self, l, rt_ms, failed)
+  local more = pending_more[r]
+  if more ~= nil then
+    pending_more[r] = nil
+    for i = 1, #more, 2 do exit_one(more[i + 1], more[i], rt_ms, failed) end
+  end
+end
+
+-- ----------------------------------------------------------- inspection
+
+-- Statistics of a key (nil: the limit without keys), see libsw's stats().
+function Limit:stats(key)
+  if key == nil then key = NOKEY end
+  return self.lim:stats(key)
+end
+
+function Limit:keys()
+  return self.lim:keys()
+end
+
+function _M.stats(name, key)
+  local self, err = _M.get(name)
+  if not self then return nil, err end
+  return self:stats(key)
+end
+
+function _M.names()
+  local list = {}
+  for name in pairs(limits) do list[#list + 1] = name end
+  table.sort(list)
+  return list
+end
+
+-- Entries of this worker still waiting for log() (0 between requests).
+function _M.pending()
+  local n = 0
+  for _ in pairs(pending_l) do n = n + 1 end
+  for _, more in pairs(pending_more) do n = n + #more / 2 end
+  return n
+end
+
+_M.NOKEY, _M.OVERFLOW = NOKEY, OVERFLOW
+
+return _M

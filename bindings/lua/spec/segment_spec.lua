@@ -1,0 +1,148 @@
+-- Shared segments between two LuaJIT processes.
+local here = debug.getinfo(1, "S").source:match("^@(.*)/spec/[^/]+$") or "bindings/lua"
+package.path = here .. "/?.lua;" .. package.path
+
+local libsw = assert(require("libsw").load())
+
+local T = 5000000 -- every process uses this injected time: the same window
+
+local function unique(tag)
+  return ("libsw_spec_%s_%d_%d"):format(tag, libsw.getpid(), math.random(1, 1e9))
+end
+
+-- Run a second LuaJIT process with code (a chunk receiving the segment name
+-- as ...); returns its output lines.
+local function other_process(code, seg)
+  local file = os.tmpname()
+  local f = assert(io.open(file, "w"))
+  f:write(("package.path = %q .. package.path\n"):format(here .. "/?.lua;"))
+  f:write("local libsw = assert(require('libsw').load())\n")
+  f:write(("local T = %d\n"):format(T))
+  f:write(code)
+  f:close()
+  local p = assert(io.popen(("luajit %q %q 2>&1"):format(file, seg)))
+  local lines = {}
+  for line in p:lines() do lines[#lines + 1] = line end
+  p:close()
+  os.remove(file)
+  return lines
+end
+
+describe("shared segment", function()
+  local names = {}
+  local function segment_name(tag)
+    local n = unique(tag)
+    names[#names + 1] = n
+    return n
+  end
+  teardown(function()
+    for _, n in ipairs(names) do libsw.unlink_segment(n) end
+  end)
+
+  it("two processes share one limiter exactly", function()
+    local seg = segment_name("share")
+    local lim = assert(libsw.limiter { qps = 5, segment = seg, capacity = 4,
+                                       clock = function() return T end })
+    assert.equal("pass", (lim:entry("api")))
+    assert.equal("pass", (lim:entry("api")))
+    assert.equal("pass", (lim:entry("api")))
+    local out = other_process([[
+      local seg = ...
+      local lim = assert(libsw.limiter { qps = 5, segment = seg, capacity = 4,
+                                         clock = function() return T end })
+      local v = {}
+      for i = 1, 4 do v[i] = (lim:entry("api")) end
+      print(table.concat(v, " "))
+      print(lim:stats("api").pass, lim:stats("api").block)
+    ]], seg)
+    assert.same({ "pass pass block block", "5\t2" }, out)
+    -- this process sees the other's entries
+    assert.equal("block", (lim:entry("api")))
+    local s = lim:stats("api")
+    assert.equal(5, s.pass)
+    assert.equal(3, s.block)
+  end)
+
+  it("keys created by one process are seen by the other", function()
+    local seg = segment_name("keys")
+    local lim = assert(libsw.limiter { qps = 1, segment = seg, capacity = 3,
+                                       clock = function() return T end })
+    assert.equal("pass", (lim:entry("a")))
+    local out = other_process([[
+      local seg = ...
+      local lim = assert(libsw.limiter { qps = 1, segment = seg, capacity = 3,
+                                         clock = function() return T end })
+      print((lim:entry("a")), (lim:entry("b")), (lim:entry("c")))
+      local v, err, code = lim:entry("d")
+      print(v, code)
+    ]], seg)
+    assert.same({ "block\tpass\tpass", "nil\t-10" }, out)
+    assert.same({ "a", "b", "c" }, lim:keys())
+    local v, _, code = lim:entry("e")
+    assert.is_nil(v)
+    assert.equal(libsw.EFULL, code)
+  end)
+
+  it("state survives close and reopen; reset starts anew", function()
+    local seg = segment_name("reopen")
+    local opts = { qps = 2, segment = seg, capacity = 2, clock = function() return T end }
+    local lim = assert(libsw.limiter(opts))
+    assert.equal("pass", (lim:entry("k")))
+    assert.equal("pass", (lim:entry("k")))
+    lim:close()
+    lim = assert(libsw.limiter(opts))
+    assert.equal("block", (lim:entry("k")))
+    lim:close()
+    opts.reset = true
+    lim = assert(libsw.limiter(opts))
+    assert.equal("pass", (lim:entry("k")))
+    lim:close()
+  end)
+
+  it("a process with a newer rule applies it to the names it uses", function()
+    local seg = segment_name("rule")
+    local old = assert(libsw.limiter { qps = 1, segment = seg, capacity = 2,
+                                       clock = function() return T end })
+    assert.equal("pass block", (old:entry("k")) .. " " .. (old:entry("k")))
+    -- like an nginx reload with a higher limit: same geometry, new rule
+    local new = assert(libsw.limiter { qps = 3, segment = seg, capacity = 2,
+                                       clock = function() return T end })
+    assert.equal("pass", (new:entry("k")))
+    assert.equal(3, new:rule("k").qps)
+    assert.equal(3, old:rule("k").qps) -- one limiter in shared memory
+  end)
+
+  it("refuses another geometry with SW_EGEOMETRY, and a missing segment without create", function()
+    local seg = segment_name("geom")
+    assert(libsw.limiter { qps = 1, segment = seg, capacity = 2 })
+    local lim, err, code = libsw.limiter { qps = 1, segment = seg, capacity = 3 }
+    assert.is_nil(lim)
+    assert.equal(libsw.EGEOMETRY, code)
+    assert.matches("holds 2 names, 3 were asked for", err, 1, true)
+    lim, err, code = libsw.limiter { qps = 1, segment = seg, capacity = 2, interval = 2 }
+    assert.is_nil(lim)
+    assert.equal(libsw.EGEOMETRY, code)
+    lim, err, code = libsw.limiter { qps = 1, segment = unique("missing"), create = false }
+    assert.is_nil(lim)
+    assert.equal(libsw.ENOTFOUND, code)
+  end)
+
+  it("gives a new segment the mode asked for", function()
+    local seg = segment_name("mode")
+    assert(libsw.limiter { qps = 1, segment = seg, capacity = 1, mode = tonumber("640", 8) })
+    local p = io.popen("stat -c %a /dev/shm/" .. seg)
+    local mode = p:read("*l")
+    p:close()
+    assert.equal("640", mode)
+  end)
+
+  it("a segment can be a file path", function()
+    local path = os.tmpname()
+    os.remove(path)
+    local lim = assert(libsw.limiter { qps = 1, segment = path, capacity = 1 })
+    assert.equal("pass", (lim:entry("x")))
+    assert.is_true(lim:segment_size() > 0)
+    lim:close()
+    assert.is_true(libsw.unlink_segment(path))
+  end)
+end)

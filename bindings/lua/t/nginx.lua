@@ -1,0 +1,464 @@
+-- Integration test of resty.libsw in Debian's nginx with lua-nginx-module:
+--   SW_LIB=/abs/path/libsw.so luajit bindings/lua/t/nginx.lua
+--
+-- Starts nginx (2 workers, 127.0.0.1, a random high port, its own prefix in
+-- a temporary directory), sends a burst of 50 parallel requests to a
+-- location limited to 20 per 20-second window and checks the exact number
+-- of 200 and 429 answers and every Retry-After; then reloads nginx (state
+-- kept) and reloads it with reset = true (fresh), within the same window.
+-- Also: pacing (ngx.sleep on WAIT), the capacity policies, workers that
+-- reopen the segment by name (as the worker user). nginx is bounded by
+-- `timeout` and stopped by its master's PID.
+--
+-- Why the counts are exact: the limit is qps = 1 over ONE window of 20 s
+-- (interval = 20, windows = 1), i.e. a tumbling window admitting exactly
+-- 20 requests (floor(qps) x interval). With the default 2 x 500 ms
+-- geometry a burst crossing a 500 ms boundary would see a window leave the
+-- interval and admit more. The test reads the same CLOCK_MONOTONIC as nginx
+-- (libsw.now_ms) and starts only when at least 12 s of the window remain,
+-- enough for the burst and both reloads; it checks afterwards that the
+-- window did not end meanwhile.
+
+local here = debug.getinfo(1, "S").source:match("^@(.*)/t/[^/]+$") or "bindings/lua"
+if here:sub(1, 1) ~= "/" then
+  local p = io.popen("pwd")
+  here = p:read("*l") .. "/" .. here
+  p:close()
+end
+package.path = here .. "/?.lua;" .. package.path
+
+local libsw = assert(require("libsw").load())
+local SW_LIB = libsw.path
+if SW_LIB:sub(1, 1) ~= "/" then error("SW_LIB must be an absolute path: " .. SW_LIB) end
+
+local WINDOW_MS = 20000
+local LIMIT = 20 -- per window
+local BURST = 50
+
+local failures, checks = 0, 0
+local function check(cond, fmt, ...)
+  checks = checks + 1
+  local msg = fmt:format(...)
+  if cond then
+    print("ok     " .. msg)
+  else
+    failures = failures + 1
+    print("FAILED " .. msg)
+  end
+  return cond
+end
+
+local function sh(cmd)
+  local p = assert(io.popen(cmd .. " 2>&1"))
+  local out = p:read("*a")
+  p:close()
+  return out
+end
+
+local function sleep(s)
+  os.execute(("sleep %.3f"):format(s))
+end
+
+local function exists(path)
+  local f = io.open(path, "r")
+  if f then f:close() return true end
+  return false
+end
+
+local function read(path)
+  local f = io.open(path, "r")
+  if not f then return nil end
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+local function write(path, s)
+  local f = assert(io.open(path, "w"))
+  f:write(s)
+  f:close()
+end
+
+-- ------------------------------------------------------------------ setup
+
+local modules
+for _, d in ipairs { "/usr/lib/nginx/modules", "/usr/share/nginx/modules" } do
+  if exists(d .. "/ngx_http_lua_module.so") then modules = d break end
+end
+assert(modules, "ngx_http_lua_module.so not found (apt-get install libnginx-mod-http-lua)")
+local resty_core = package.searchpath("resty.core", "/usr/share/lua/5.1/?.lua;/usr/local/share/lua/5.1/?.lua;/usr/local/openresty/lualib/?.lua")
+assert(resty_core, "resty/core.lua not found (apt-get install lua-resty-core)")
+local resty_dir = resty_core:match("^(.*)/resty/core%.lua$")
+
+math.randomseed(os.time() + libsw.getpid())
+local prefix = sh("mktemp -d /tmp/libsw-nginx-XXXXXX"):match("^%S+")
+os.execute("mkdir -p " .. prefix .. "/logs")
+local tag = ("%d_%d"):format(libsw.getpid(), math.random(1, 1e6))
+local SEG = {
+  burst = "libsw_t_burst_" .. tag, pace = "libsw_t_pace_" .. tag,
+  tiny = "libsw_t_tiny_" .. tag, tinyopen = "libsw_t_open_" .. tag,
+  reopen = "libsw_t_reopen_" .. tag,
+}
+local root = libsw.geteuid() == 0
+local worker_user = root and "nobody" or nil
+local worker_group = root and (exists("/etc/group") and read("/etc/group"):find("\nnogroup:")
+                               and "nogroup" or "nobody") or nil
+local port
+
+local function conf(gen, reset)
+  local user_opt = worker_user and ('user = "%s", group = "%s", '):format(worker_user, worker_group) or ""
+  return ([[
+load_module MODULES/ndk_http_module.so;
+load_module MODULES/ngx_http_lua_module.so;
+USER_LINE
+daemon off;
+master_process on;
+worker_processes 2;
+error_log PREFIX/logs/error.log notice;
+pid PREFIX/logs/nginx.pid;
+env SW_LIB;
+events { worker_connections 256; }
+http {
+  access_log off;
+  client_body_temp_path PREFIX/client_body;
+  proxy_temp_path PREFIX/proxy;
+  fastcgi_temp_path PREFIX/fastcgi;
+  uwsgi_temp_path PREFIX/uwsgi;
+  scgi_temp_path PREFIX/scgi;
+  lua_package_path "BINDINGS/?.lua;RESTY/?.lua;;";
+  init_by_lua_block {
+    assert(require("libsw").load("SWLIB"))
+    local limits = require "resty.libsw"
+    assert(limits.define("burst", { qps = 1, interval = 20, windows = 1, capacity = 16,
+                                    key_var = "binary_remote_addr",
+                                    segment = "SEG_BURST", reset = RESET, USEROPT }))
+    assert(limits.define("pace", { qps = 10, behavior = "pacing", max_queue = 1,
+                                   segment = "SEG_PACE" }))
+    assert(limits.define("tiny", { qps = 100, capacity = 2, on_full = "closed",
+                                   full_status = 503, segment = "SEG_TINY" }))
+    assert(limits.define("tinyopen", { qps = 100, capacity = 1, segment = "SEG_OPEN" }))
+    assert(limits.define("reopen", { qps = 1000, reopen = true, USEROPT
+                                     segment = "SEG_REOPEN" }))
+  }
+  init_worker_by_lua_block { require("resty.libsw").init_worker() }
+  log_by_lua_block { require("resty.libsw").log() }
+  server {
+    listen 127.0.0.1:PORT reuseport;
+    location = /gen { content_by_lua_block { ngx.say("GEN ", ngx.worker.pid()) } }
+    location = /burst {
+      access_by_lua_block {
+        ngx.header["X-Worker"] = ngx.worker.pid()
+        require("resty.libsw").limit("burst") -- key: $binary_remote_addr (key_var)
+      }
+      content_by_lua_block { ngx.say("ok") }
+    }
+    location = /pace {
+      access_by_lua_block { require("resty.libsw").limit("pace") }
+      content_by_lua_block { ngx.say("ok") }
+    }
+    location = /tiny {
+      access_by_lua_block { require("resty.libsw").limit("tiny", ngx.var.arg_k) }
+      content_by_lua_block { ngx.say("ok") }
+    }
+    location = /tinyopen {
+      access_by_lua_block { require("resty.libsw").limit("tinyopen", ngx.var.arg_k) }
+      content_by_lua_block { ngx.say("ok") }
+    }
+    location = /reopen {
+      access_by_lua_block { require("resty.libsw").limit("reopen") }
+      content_by_lua_block {
+        local l = require("resty.libsw").get("reopen")
+        ngx.say(l.pid == ngx.worker.pid() and "own" or "inherited")
+      }
+    }
+    location = /pending {
+      content_by_lua_block { ngx.say(require("resty.libsw").pending()) }
+    }
+    location = /stats {
+      content_by_lua_block {
+        local key = ngx.var.arg_byaddr and ngx.var.binary_remote_addr or nil
+        local s, err = require("resty.libsw").stats(ngx.var.arg_limit, key)
+        if not s then ngx.say("error ", err) return end
+        ngx.say(s.pass, " ", s.block, " ", s.concurrency, " ", s.total_success)
+      }
+    }
+  }
+}
+]]):gsub("USER_LINE", worker_user and ("user " .. worker_user .. " " .. worker_group .. ";") or "")
+    :gsub("USEROPT", user_opt):gsub("MODULES", modules):gsub("PREFIX", prefix)
+    :gsub("BINDINGS", here):gsub("RESTY", resty_dir):gsub("SWLIB", SW_LIB)
+    :gsub("SEG_BURST", SEG.burst):gsub("SEG_PACE", SEG.pace):gsub("SEG_TINY", SEG.tiny)
+    :gsub("SEG_OPEN", SEG.tinyopen):gsub("SEG_REOPEN", SEG.reopen)
+    :gsub("RESET", tostring(reset)):gsub("GEN", tostring(gen)):gsub("PORT", tostring(port))
+end
+
+local CONF = prefix .. "/nginx.conf"
+local PIDFILE = prefix .. "/logs/nginx.pid"
+
+local function url(path) return ("http://127.0.0.1:%d%s"):format(port, path) end
+
+local function get(path)
+  local out = sh(("curl -s -m 5 -H 'Connection: close' %q"):format(url(path)))
+  return out
+end
+
+local function master_pid()
+  local s = read(PIDFILE)
+  return s and tonumber(s:match("%d+"))
+end
+
+local function alive(pid)
+  return pid and exists("/proc/" .. pid .. "/stat")
+end
+
+local function workers(master)
+  local list = {}
+  for pid in sh("ps -o pid= --ppid " .. master):gmatch("%d+") do list[#list + 1] = tonumber(pid) end
+  return list
+end
+
+local function wait_for(what, timeout, fn)
+  local deadline = os.time() + timeout
+  repeat
+    local v = fn()
+    if v then return v end
+    sleep(0.05)
+  until os.time() > deadline
+  error("timed out waiting for " .. what .. "\n" .. (read(prefix .. "/logs/error.log") or ""))
+end
+
+local function start()
+  for attempt = 1, 5 do
+    port = math.random(20000, 60000)
+    write(CONF, conf(1, false))
+    os.remove(PIDFILE)
+    os.execute(("SW_LIB=%q timeout 600 nginx -p %q -c %q > %q 2>&1 &"):format(
+      SW_LIB, prefix, CONF, prefix .. "/logs/stdout"))
+    local deadline = os.time() + 10
+    local ok = false
+    repeat
+      sleep(0.05)
+      if get("/gen"):match("^1 ") then ok = true break end
+      local log = read(prefix .. "/logs/stdout") or ""
+      if log:find("bind%(%) to .- failed") then break end
+    until os.time() > deadline
+    if ok then return master_pid() end
+    local pid = master_pid()
+    if pid then os.execute("kill -TERM " .. pid) end
+    print("# nginx did not start on port " .. port .. " (attempt " .. attempt .. ")")
+    print(read(prefix .. "/logs/stdout"))
+    print(read(prefix .. "/logs/error.log"))
+  end
+  error("nginx did not start")
+end
+
+local function stop(master)
+  if not alive(master) then return end
+  os.execute("kill -QUIT " .. master)
+  for _ = 1, 200 do
+    if not alive(master) then return end
+    sleep(0.05)
+  end
+  os.execute("kill -KILL " .. master)
+end
+
+-- reload with a new generation of the configuration; returns when the old
+-- workers are gone and the new ones answer
+local function reload(master, gen, reset)
+  local old = workers(master)
+  write(CONF, conf(gen, reset))
+  local out = sh(("nginx -p %q -c %q -s reload"):format(prefix, CONF))
+  local failed = out:find("%[emerg%]") or out:find("%[error%]") or out:find("%[alert%]")
+  check(not failed, "nginx -s reload (generation %d, reset = %s)%s", gen, tostring(reset),
+        failed and ": " .. out or "")
+  wait_for("old workers to exit", 15, function()
+    for _, pid in ipairs(old) do
+      if alive(pid) then return false end
+    end
+    return true
+  end)
+  wait_for("generation " .. gen, 15, function()
+    return get("/gen"):match("^" .. gen .. " ")
+  end)
+end
+
+-- curl n requests in parallel on separate connections: list of
+-- { code, retry_after, worker, time }
+local function burst(path, n, parallel)
+  local args = {}
+  for i = 1, n do args[i] = ("-o /dev/null %q"):format(url(path)) end
+  local cmd = ("curl -s -m 10 -Z --parallel-max %d -H 'Connection: close' "
+    .. "-w '%%{http_code} [%%header{retry-after}] [%%header{x-worker}] %%{time_total}\\n' %s"):format(
+      parallel or 10, table.concat(args, " "))
+  local p = assert(io.popen(cmd .. " 2>/dev/null")) -- -Z shows a progress meter despite -s
+  local out = p:read("*a")
+  p:close()
+  local res = {}
+  for line in out:gmatch("[^\n]+") do
+    local code, ra, w, t = line:match("^(%d+) %[(.-)%] %[(.-)%] ([%d.]+)$")
+    if code then
+      res[#res + 1] = { code = tonumber(code), retry_after = ra, worker = w, time = tonumber(t) }
+    else
+      print("# curl: " .. line)
+    end
+  end
+  return res
+end
+
+local function stats(limit, byaddr)
+  local s = get("/stats?limit=" .. limit .. (byaddr and "&byaddr=1" or ""))
+  local p, b, c, su = s:match("^(%d+) (%d+) (%d+) (%d+)")
+  return { pass = tonumber(p), block = tonumber(b), concurrency = tonumber(c),
+           success = tonumber(su), raw = s }
+end
+
+-- ------------------------------------------------------------------- run
+
+print(("# nginx %s, lua module from %s, libsw %s from %s, prefix %s"):format(
+  sh("nginx -v"):match("nginx/(%S+)") or "?", modules, libsw.version(), SW_LIB, prefix))
+
+local master = start()
+local ok, err = pcall(function()
+  print("# nginx master " .. master .. ", port " .. port .. ", workers "
+    .. table.concat(workers(master), " "))
+  check(#workers(master) == 2, "2 worker processes")
+
+  -- wait for a window with at least 12 s left
+  local now = libsw.now_ms()
+  local left = WINDOW_MS - now % WINDOW_MS
+  if left < 12000 then
+    print(("# waiting %.1f s for the next %d s window"):format(left / 1000, WINDOW_MS / 1000))
+    sleep(left / 1000 + 0.05)
+  end
+  local t_before = libsw.now_ms()
+  local window_end = t_before - t_before % WINDOW_MS + WINDOW_MS
+  local res = burst("/burst", BURST, 10)
+  local t_after = libsw.now_ms()
+  print(("# burst of %d took %d ms, %d ms left in the window"):format(
+    BURST, t_after - t_before, window_end - t_after))
+
+  local n200, n429, bad_retry, other, pids = 0, 0, 0, 0, {}
+  local lo = math.ceil((window_end - t_after) / 1000)
+  local hi = math.ceil((window_end - t_before) / 1000)
+  for _, r in ipairs(res) do
+    pids[r.worker] = true
+    if r.code == 200 then
+      n200 = n200 + 1
+    elseif r.code == 429 then
+      n429 = n429 + 1
+      local ra = tonumber(r.retry_after)
+      if not (r.retry_after:match("^%d+$") and ra >= lo and ra <= hi) then
+        bad_retry = bad_retry + 1
+        print("# Retry-After " .. r.retry_after .. " not in " .. lo .. ".." .. hi)
+      end
+    else
+      other = other + 1
+    end
+  end
+  local npids = 0
+  for _ in pairs(pids) do npids = npids + 1 end
+  check(#res == BURST, "%d answers to %d requests", #res, BURST)
+  check(n200 == LIMIT, "exactly %d x 200 (got %d)", LIMIT, n200)
+  check(n429 == BURST - LIMIT, "exactly %d x 429 (got %d)", BURST - LIMIT, n429)
+  check(other == 0, "no other status (got %d)", other)
+  check(bad_retry == 0, "every 429 has Retry-After = seconds to the window's end, rounded up (%d..%d)",
+        lo, hi)
+  check(npids == 2, "both workers answered (%d distinct worker pids)", npids)
+  local s = stats("burst", true)
+  check(s.pass == LIMIT and s.block == BURST - LIMIT and s.concurrency == 0
+        and s.success == LIMIT,
+        "shared statistics: pass %s block %s in flight %s success %s", s.pass, s.block,
+        s.concurrency, s.success)
+
+  local pend = {}
+  for _ = 1, 8 do pend[#pend + 1] = (get("/pending"):gsub("\n", "")) end
+  check(table.concat(pend, " ") == "0 0 0 0 0 0 0 0",
+        "no entry left waiting for log() in the workers (%s)", table.concat(pend, " "))
+
+  -- reload: the segment (and the exhausted limit) persists
+  reload(master, 2, false)
+  local code = tonumber(sh(("curl -s -o /dev/null -w '%%{http_code}' %q"):format(url("/burst"))))
+  check(code == 429, "after nginx -s reload the limit is still exhausted (%s)", code)
+  s = stats("burst", true)
+  check(s.pass == LIMIT and s.block == BURST - LIMIT + 1,
+        "after reload: pass %s block %s", s.pass, s.block)
+
+  -- reload with reset = true: a fresh segment
+  reload(master, 3, true)
+  code = tonumber(sh(("curl -s -o /dev/null -w '%%{http_code}' %q"):format(url("/burst"))))
+  check(code == 200, "after a reload with reset = true the limit is fresh (%s)", code)
+  s = stats("burst", true)
+  check(s.pass == 1 and s.block == 0, "after reset: pass %s block %s", s.pass, s.block)
+  -- the master closed the old configuration's Lua VM and with it the old
+  -- mappings: one mapping per segment, none of a reset (deleted) segment
+  local maps = read("/proc/" .. master .. "/maps") or ""
+  local mapped, deleted = 0, 0
+  for line in maps:gmatch("[^\n]+") do
+    if line:find("libsw_t_", 1, true) and line:find(tag, 1, true) then
+      mapped = mapped + 1
+      if line:find("(deleted)", 1, true) then deleted = deleted + 1 end
+    end
+  end
+  check(mapped == 5 and deleted == 0,
+        "master maps each of the 5 segments once after 2 reloads (%d mappings, %d deleted)",
+        mapped, deleted)
+  local t_end = libsw.now_ms()
+  check(t_end < window_end, "all within one window (%d ms to spare)", window_end - t_end)
+
+  -- pacing: 5 requests at once, spaced 100 ms apart by ngx.sleep
+  res = burst("/pace", 5, 5)
+  local all200, slowest = true, 0
+  for _, r in ipairs(res) do
+    if r.code ~= 200 then all200 = false end
+    if r.time > slowest then slowest = r.time end
+  end
+  check(#res == 5 and all200, "pacing: 5 parallel requests all admitted")
+  check(slowest >= 0.35, "pacing: the last waited (slowest %.3f s >= 0.35 s)", slowest)
+  s = stats("pace")
+  check(s.pass == 5 and s.concurrency == 0, "pacing: 5 passes, none left in flight (%s)",
+        s.raw:gsub("\n", ""))
+
+  -- capacity policies
+  local c1 = get("/tiny?k=a") == "ok\n"
+  local c2 = get("/tiny?k=b") == "ok\n"
+  local c3 = tonumber(sh(("curl -s -o /dev/null -w '%%{http_code}' %q"):format(url("/tiny?k=c"))))
+  check(c1 and c2 and c3 == 503, "on_full = closed: a new key beyond capacity gets 503 (%s)", c3)
+  local o1 = get("/tinyopen?k=a") == "ok\n"
+  local o2 = get("/tinyopen?k=b") == "ok\n"
+  check(o1 and o2, "on_full = open: a new key beyond capacity passes")
+
+  -- workers reopening the segment by name, as the worker user
+  local r1 = get("/reopen")
+  check(r1 == "own\n", "reopen = true: the worker opened the segment itself (%s)",
+        r1:gsub("\n", ""))
+  if root then
+    local owner = sh("stat -c %U /dev/shm/" .. SEG.reopen):match("%S+")
+    check(owner == worker_user, "segment owned by the worker user %s (%s)", worker_user, owner)
+  end
+end)
+if not ok then
+  failures = failures + 1
+  print("FAILED " .. tostring(err))
+end
+
+stop(master)
+check(not alive(master), "nginx stopped")
+local log = read(prefix .. "/logs/error.log") or ""
+local bad = {}
+for line in log:gmatch("[^\n]+") do
+  if line:find("%[error%]") or line:find("%[alert%]") or line:find("%[crit%]")
+     or line:find("%[emerg%]") then
+    bad[#bad + 1] = line
+  end
+end
+check(#bad == 0, "no errors in error.log%s", #bad > 0 and ":\n" .. table.concat(bad, "\n") or "")
+check(log:find("SW_EFULL") ~= nil, "the full registry was logged (on_full = open)")
+
+for _, s in pairs(SEG) do libsw.unlink_segment(s) end
+if failures == 0 then
+  os.execute("rm -rf " .. prefix)
+else
+  print("# kept " .. prefix .. " for inspection")
+end
+print(("# %d checks, %d failed"):format(checks, failures))
+os.exit(failures == 0 and 0 or 1)
