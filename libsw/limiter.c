@@ -33,9 +33,9 @@ int sw__rule_from(const sw_options *opts, sw__rule *r) {
   sw_options_get(opts, SW_OPT_MAX_QUEUE_MS, &r->max_queue_ms);
   sw_options_get(opts, SW_OPT_WARM_UP_SEC, &r->warm_up_sec);
   sw_options_get(opts, SW_OPT_CLUSTER, &v);
-  r->cluster = (int32_t)v;
+  r->cluster = (int16_t)v;
   sw_options_get(opts, SW_OPT_DRY_RUN, &v);
-  r->dry_run = (int32_t)v;
+  r->dry_run = (int16_t)v;
   sw_options_get(opts, SW_OPT_CLUSTER_FAILURE, &v);
   r->failure = (int32_t)v;
   sw_options_get(opts, SW_OPT_CLUSTER_LEASE, &r->lease);
@@ -82,19 +82,24 @@ static void sw__rule_store(sw__limiter_hdr *h, const sw__rule *r) {
 /* Load the rule; the reject behaviour needs only its first words unless
  * full is set. */
 static void sw__rule_load_ex(const sw__limiter_hdr *h, sw__rule *r, bool full) {
-  enum { HOT = SW__RULE_HOT };
   uint64_t w[SW__RULE_WORDS], seq;
+  int words;
   do {
     seq = atomic_load_explicit(&h->rule_seq, memory_order_acquire);
-    for (int i = 0; i < HOT; i++) w[i] = atomic_load_explicit(&h->rule[i], memory_order_relaxed);
-    memcpy(r, w, HOT * sizeof w[0]);
-    int words = r->behavior == SW_BEHAVIOR_REJECT && !r->cluster && !full ? HOT : SW__RULE_WORDS;
-    for (int i = HOT; i < words; i++)
+    for (int i = 0; i < SW__RULE_HOT; i++)
       w[i] = atomic_load_explicit(&h->rule[i], memory_order_relaxed);
-    memcpy(r, w, (size_t)words * sizeof w[0]);
+    memcpy(r, w, SW__RULE_HOT * sizeof w[0]);
+    /* the plain reject rule needs nothing more */
+    words = r->behavior == SW_BEHAVIOR_REJECT && !r->cluster && !full ? SW__RULE_HOT
+                                                                      : SW__RULE_WORDS;
+    for (int i = SW__RULE_HOT; i < words; i++)
+      w[i] = atomic_load_explicit(&h->rule[i], memory_order_relaxed);
     atomic_thread_fence(memory_order_acquire);
   } while ((seq & 1) ||
            seq != atomic_load_explicit(&h->rule_seq, memory_order_relaxed));
+  if (words > SW__RULE_HOT)
+    memcpy((uint64_t *)r + SW__RULE_HOT, w + SW__RULE_HOT,
+           (size_t)(words - SW__RULE_HOT) * sizeof w[0]);
 }
 
 static void sw__rule_load(const sw__limiter_hdr *h, sw__rule *r) { sw__rule_load_ex(h, r, false); }

@@ -11,11 +11,13 @@
 
 /* A validated rule with its derived warm-up constants. */
 typedef struct sw__rule {
-  int32_t grade, behavior, strict, cold_factor;
+  int32_t grade, behavior;
+  int32_t strict;
+  int16_t cluster; /* fleet-wide on Redis (lease.c) */
+  int16_t dry_run; /* count "would block" and let everything pass */
   double threshold;
-  int32_t cluster, failure; /* fleet-wide on Redis (lease.c), and what to do when it is down */
-  int32_t dry_run, pad_;    /* count "would block" and let everything pass */
-  /* ---- words above are read on every entry; below only when needed ---- */
+  /* ---- the 3 words above are read on every entry; below only when needed ---- */
+  int32_t cold_factor, failure; /* warm-up; what a cluster rule does while Redis is down */
   int64_t max_queue_ms, warm_up_sec;
   int64_t warning_token, max_token;
   double slope;
@@ -23,8 +25,8 @@ typedef struct sw__rule {
   int32_t nodes, low_water_pct;
 } sw__rule;
 
-#define SW__RULE_WORDS 14
-#define SW__RULE_HOT 5
+#define SW__RULE_WORDS 13
+#define SW__RULE_HOT 3
 _Static_assert(sizeof(sw__rule) == SW__RULE_WORDS * 8, "rule fits its words");
 
 typedef struct sw__limiter_hdr {
