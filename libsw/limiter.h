@@ -31,7 +31,7 @@ _Static_assert(sizeof(sw__rule) == SW__RULE_WORDS * 8, "rule fits its words");
 
 typedef struct sw__limiter_hdr {
   uint32_t magic;
-  uint32_t pad_;
+  uint32_t registry_entry; /* in a registry: 1 + its index entry (sw_registry_at) */
   uint64_t node_off, total_size;
   _Atomic uint64_t rule_seq; /* odd while the rule is being written */
   _Atomic uint64_t rule[SW__RULE_WORDS];

@@ -202,8 +202,10 @@ static void sw__recover(sw_registry *r) {
     if (atomic_load(&e->state) != SW__ENTRY_BUSY) continue;
     void *mem = r->blocks + (uint64_t)e->block * r->hdr->block_size;
     memset(mem, 0, r->hdr->block_size);
-    if (sw__limiter_init(mem, &r->hdr->geom, &r->hdr->rule, r->shared) == SW_OK)
+    if (sw__limiter_init(mem, &r->hdr->geom, &r->hdr->rule, r->shared) == SW_OK) {
+      ((sw__limiter_hdr *)mem)->registry_entry = i + 1;
       atomic_store_explicit(&e->state, SW__ENTRY_READY, memory_order_release);
+    }
   }
 }
 
@@ -255,10 +257,27 @@ SW_API int sw_registry_get_ex(sw_registry *r, const char *name, const sw_options
       pthread_mutex_unlock(&r->hdr->insert_lock);
       return rc;
     }
+    ((sw__limiter_hdr *)mem)->registry_entry = empty + 1;
     atomic_store_explicit(&e->state, SW__ENTRY_READY, memory_order_release);
   }
   pthread_mutex_unlock(&r->hdr->insert_lock);
   return (*out = sw__handle(r, e->block)) ? SW_OK : sw__last_code();
+}
+
+SW_API int sw_registry_set_rule(sw_registry *r, const sw_options *opts) {
+  SW__REGISTRY_CHECK(r);
+  SW__CHECK_WRITABLE(r);
+  sw__rule rule;
+  int rc = sw__rule_from(opts, &rule);
+  if (rc < 0 || (rc = sw__lock(&r->hdr->insert_lock, r)) < 0) return rc;
+  r->hdr->rule = rule; /* read by inserters, under this lock */
+  uint32_t count = atomic_load(&r->hdr->count);
+  pthread_mutex_unlock(&r->hdr->insert_lock);
+  for (uint32_t i = 0; i < count && rc == SW_OK; i++) {
+    sw_limiter *l = sw__handle(r, i);
+    rc = l ? sw_limiter_set_rule(l, opts) : sw__last_code();
+  }
+  return rc;
 }
 
 SW_API uint32_t sw_registry_capacity(const sw_registry *r) {
@@ -275,8 +294,13 @@ SW_API int sw_registry_at(sw_registry *r, uint32_t i, sw_limiter **out, const ch
   SW__REGISTRY_CHECK(r);
   if (i >= atomic_load(&r->hdr->count))
     return sw__fail(SW_ERANGE, "index %u, registry holds %u", i, atomic_load(&r->hdr->count));
-  for (uint32_t k = 0; k < r->hdr->index_size; k++) {
-    sw__entry *e = &r->index[k];
+  /* The block says where its entry is; a block that does not (corrupt, or
+   * not yet ready) is looked for the slow way. */
+  uint32_t hint = ((const sw__limiter_hdr *)(r->blocks + (uint64_t)i * r->hdr->block_size))
+                      ->registry_entry;
+  uint32_t first = hint >= 1 && hint <= r->hdr->index_size ? hint - 1 : 0;
+  for (uint32_t j = 0; j < r->hdr->index_size; j++) {
+    sw__entry *e = &r->index[(first + j) % r->hdr->index_size];
     if (atomic_load_explicit(&e->state, memory_order_acquire) == SW__ENTRY_READY &&
         e->block == i) {
       if (memchr(e->name, 0, sizeof e->name) == NULL)

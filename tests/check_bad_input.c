@@ -2255,6 +2255,13 @@ static void bad_sw_node_would_block_qps_at(void) {
   sw_node_free(node);
 }
 
+static void bad_sw_registry_set_rule(void) {
+  sw_registry *r = registry_with(2, NULL);
+  EXPECT(sw_registry_set_rule(NULL, NULL), SW_ENULL);
+  EXPECT(sw_registry_set_rule(r, bad_rule(0)), SW_EINVAL);
+  EXPECT_OK(sw_registry_set_rule(r, NULL)); /* the defaults */
+}
+
 static void bad_sw_segment_unlink(void) {
   EXPECT(sw_segment_unlink(NULL), SW_ENULL);
   EXPECT(sw_segment_unlink(""), SW_ERANGE);
@@ -2451,6 +2458,7 @@ static const entry table[] = {
     E(sw_segment_registry),
     E(sw_segment_size),
     E(sw_segment_unlink),
+    E(sw_registry_set_rule),
     E(sw_limiter_set_dry_run),
     E(sw_node_would_block_qps_at),
     E(sw_leap_array_bucket_get),

@@ -407,9 +407,49 @@ START_TEST(test_get_ex_creates_with_rule) {
 }
 END_TEST
 
+/* A new rule for the whole registry: existing names get it (keeping their
+ * counts), and so do names created afterwards. sw_registry_at finds every
+ * name by its block. */
+START_TEST(test_set_rule_for_all) {
+  sw_options *o;
+  ck_ok(sw_options_create(&o));
+  ck_ok(sw_options_set_double(o, SW_OPT_THRESHOLD, 1));
+  sw_registry *r;
+  ck_ok(sw_registry_create(&r, 8, o));
+  sw_limiter *a, *b;
+  sw_decision d;
+  ck_ok(sw_registry_get(r, "a", &a));
+  ck_ok(sw_limiter_entry_at(a, 1000, 1, 0, &d));
+  ck_ok(sw_limiter_entry_at(a, 1000, 1, 0, &d));
+  ck_assert_int_eq(d.verdict, SW_VERDICT_BLOCK);
+  ck_ok(sw_options_set_double(o, SW_OPT_THRESHOLD, 3));
+  ck_ok(sw_registry_set_rule(r, o));
+  ck_ok(sw_limiter_entry_at(a, 1000, 1, 0, &d)); /* 1 passed before: 2 of 3 */
+  ck_assert_int_eq(d.verdict, SW_VERDICT_PASS);
+  ck_ok(sw_registry_get(r, "b", &b));
+  int passed = 0;
+  for (int i = 0; i < 5; i++) {
+    ck_ok(sw_limiter_entry_at(b, 1000, 1, 0, &d));
+    passed += d.verdict == SW_VERDICT_PASS;
+  }
+  ck_assert_int_eq(passed, 3);
+  const char *name;
+  for (uint32_t i = 0; i < 2; i++) {
+    ck_ok(sw_registry_at(r, i, NULL, &name));
+    ck_assert_str_eq(name, i == 0 ? "a" : "b");
+  }
+  ck_ok(sw_options_set(o, SW_OPT_BEHAVIOR, SW_BEHAVIOR_PACING));
+  ck_ok(sw_options_set(o, SW_OPT_GRADE, SW_GRADE_CONCURRENCY));
+  ck_sw(sw_registry_set_rule(r, o), SW_EINVAL);
+  ck_sw(sw_registry_set_rule(NULL, o), SW_ENULL);
+  sw_registry_free(r);
+  sw_options_free(o);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("registry");
-  SW_TCASE(s, "core", test_get_ex_creates_with_rule, test_create, test_get_and_find, test_names, test_full,
+  SW_TCASE(s, "core", test_set_rule_for_all, test_get_ex_creates_with_rule, test_create, test_get_and_find, test_names, test_full,
            test_at_in_creation_order, test_rules_per_limiter);
   SW_TCASE(s, "threads", test_concurrent_get_same_name, test_concurrent_get_many_names);
   return sw_test_run(s);

@@ -695,6 +695,9 @@ SW_API int sw_registry_get(sw_registry *r, const char *name, sw_limiter **out);
  * as it is. NULL opts: the registry's rule. */
 SW_API int sw_registry_get_ex(sw_registry *r, const char *name, const sw_options *opts,
                               sw_limiter **out);
+/* A new rule for every limiter of the registry and for those created later
+ * (e.g. a reload with another threshold); statistics are kept. */
+SW_API int sw_registry_set_rule(sw_registry *r, const sw_options *opts);
 /* The limiter of name if it exists: 1 / 0. */
 SW_API int sw_registry_find(sw_registry *r, const char *name, sw_limiter **out);
 SW_API uint32_t sw_registry_capacity(const sw_registry *r);
