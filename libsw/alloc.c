@@ -47,6 +47,17 @@ void sw__free(void *p) {
     free(base);
 }
 
+int sw__alloc_pair(void **handle, size_t handle_size, void **block, uint64_t block_size,
+                   const char *what) {
+  *handle = sw__calloc(1, handle_size);
+  *block = block_size <= SIZE_MAX ? sw__calloc(1, (size_t)block_size) : NULL;
+  if (*handle && *block) return SW_OK;
+  sw__free(*handle);
+  sw__free(*block);
+  *handle = *block = NULL;
+  return sw__fail(SW_ENOMEM, "%s of %llu bytes", what, (unsigned long long)block_size);
+}
+
 char *sw__strdup(const char *s) {
   size_t n = strlen(s) + 1;
   char *d = sw__malloc(n);

@@ -22,6 +22,16 @@ void *sw__malloc(size_t n);
 void *sw__calloc(size_t count, size_t size);
 void sw__free(void *p);
 char *sw__strdup(const char *s);
+/* A zeroed handle and a zeroed block for an object that owns its memory;
+ * SW_ENOMEM naming what, with nothing allocated, otherwise. */
+int sw__alloc_pair(void **handle, size_t handle_size, void **block, uint64_t block_size,
+                   const char *what);
+
+/* Robust mutexes (robust.c). sw__robust_lock runs repair(arg), when given,
+ * before taking over a lock whose owner died. */
+#include <pthread.h>
+int sw__robust_init(pthread_mutex_t *m, bool process_shared);
+int sw__robust_lock(pthread_mutex_t *m, void (*repair)(void *), void *arg, const char *what);
 
 /* The code of the last sw__fail on this thread (for paths that return NULL). */
 int sw__last_code(void);

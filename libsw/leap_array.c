@@ -86,13 +86,8 @@ int sw__la_validate(const sw_bucket_type *type, int32_t sample_count, int64_t in
 
 int sw__la_block_init(sw__la_block *blk, const sw_bucket_type *type, int32_t sample_count,
                       int64_t interval_ms, bool process_shared) {
-  pthread_mutexattr_t attr;
-  if (pthread_mutexattr_init(&attr) != 0) return sw__fail(SW_ENOMEM, "pthread_mutexattr_init");
-  pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
-  if (process_shared) pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
-  int rc = pthread_mutex_init(&blk->reset_lock, &attr);
-  pthread_mutexattr_destroy(&attr);
-  if (rc != 0) return sw__fail(SW_ENOMEM, "pthread_mutex_init: %s", strerror(rc));
+  int rc = sw__robust_init(&blk->reset_lock, process_shared);
+  if (rc < 0) return rc;
   blk->sample_count = sample_count;
   blk->body_size = sw__body_size(type->bucket_size);
   blk->window_length_ms = interval_ms / sample_count;
@@ -150,14 +145,9 @@ SW_API int sw_leap_array_create(sw_leap_array **out, const sw_bucket_type *type,
   if (rc < 0) return rc;
   if ((rc = sw__la_validate(&vt, sample_count, interval_ms)) < 0) return rc;
   uint64_t size = sw__la_block_size(sample_count, vt.bucket_size);
-  sw_leap_array *la = sw__calloc(1, sizeof *la);
-  sw__la_block *blk = sw__malloc(size);
-  if (la == NULL || blk == NULL) {
-    sw__free(la);
-    sw__free(blk);
-    return sw__fail(SW_ENOMEM, "leap array of %llu bytes", (unsigned long long)size);
-  }
-  memset(blk, 0, size);
+  sw_leap_array *la;
+  sw__la_block *blk;
+  if ((rc = sw__alloc_pair((void **)&la, sizeof *la, (void **)&blk, size, "leap array")) < 0) return rc;
   if ((rc = sw__la_block_init(blk, &vt, sample_count, interval_ms, false)) < 0 ||
       (rc = sw__la_bind(la, blk, type, ctx)) < 0) {
     sw__free(la);
@@ -279,20 +269,10 @@ SW_API int sw_leap_array_window_start(const sw_leap_array *la, int64_t t, int64_
 
 /* ------------------------------------------------------------------ reset */
 
-static int sw__lock(sw_leap_array *la) {
-  int rc = pthread_mutex_lock(&la->blk->reset_lock);
-  if (sw__likely(rc == 0)) return SW_OK;
-  if (rc == EOWNERDEAD) {
-    /* The previous holder died mid-reset: the slot's seq may be odd and the
-     * inactive body half-written, which the caller prepares again anyway. */
-    pthread_mutex_consistent(&la->blk->reset_lock);
-    return SW_OK;
-  }
-  return sw__fail(SW_ESTATE, "reset lock unusable: %s", strerror(rc));
-}
-
 int sw__la_reset(sw_leap_array *la, uint32_t idx, int64_t ws, int64_t t) {
-  int rc = sw__lock(la);
+  /* A holder that died mid-reset left at most an odd seq and a half-written
+   * inactive body, which is prepared again below anyway: nothing to repair. */
+  int rc = sw__robust_lock(&la->blk->reset_lock, NULL, NULL, "reset");
   if (rc < 0) return rc;
   sw__la_slot *s = sw__la_slot_at(la, idx);
   uint64_t seq = atomic_load_explicit(&s->seq, memory_order_relaxed);

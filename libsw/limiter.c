@@ -120,13 +120,8 @@ uint64_t sw__limiter_size(const sw__node_geom *g) {
 int sw__limiter_init(void *mem, const sw__node_geom *g, const sw__rule *r,
                      bool process_shared) {
   sw__limiter_hdr *h = mem;
-  pthread_mutexattr_t attr;
-  pthread_mutexattr_init(&attr);
-  pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
-  if (process_shared) pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
-  int rc = pthread_mutex_init(&h->rule_lock, &attr);
-  pthread_mutexattr_destroy(&attr);
-  if (rc != 0) return sw__fail(SW_ENOMEM, "pthread_mutex_init: %s", strerror(rc));
+  int rc = sw__robust_init(&h->rule_lock, process_shared);
+  if (rc < 0) return rc;
   h->node_off = sw__limiter_prefix();
   h->total_size = sw__limiter_size(g);
   sw__rule_store(h, r);
@@ -177,14 +172,9 @@ SW_API int sw_limiter_create(sw_limiter **out, const sw_options *opts) {
   int rc = sw__node_geom_from(opts, &g);
   if (rc < 0 || (rc = sw__rule_from(opts, &r)) < 0) return rc;
   uint64_t size = sw__limiter_size(&g);
-  sw_limiter *l = sw__malloc(sizeof *l);
-  void *mem = sw__malloc(size);
-  if (l == NULL || mem == NULL) {
-    sw__free(l);
-    sw__free(mem);
-    return sw__fail(SW_ENOMEM, "limiter of %llu bytes", (unsigned long long)size);
-  }
-  memset(mem, 0, size);
+  sw_limiter *l;
+  void *mem;
+  if ((rc = sw__alloc_pair((void **)&l, sizeof *l, (void **)&mem, size, "limiter")) < 0) return rc;
   if ((rc = sw__limiter_init(mem, &g, &r, false)) < 0 || (rc = sw__limiter_bind(l, mem)) < 0) {
     sw__free(l);
     sw__free(mem);
@@ -209,43 +199,39 @@ SW_API sw_node *sw_limiter_node(sw_limiter *l) {
   return l ? &l->node : NULL;
 }
 
-SW_API int sw_limiter_set_rule(sw_limiter *l, const sw_options *opts) {
-  SW__LIMITER_CHECK(l);
-  SW__CHECK_WRITABLE(l);
-  sw__rule r, old;
-  int rc = sw__rule_from(opts, &r);
+/* Write a new rule (or, with r NULL, the current one with dry_run set),
+ * under the rule lock. A writer that died mid-write left the seqlock odd:
+ * the whole rule is written again here, which repairs it. */
+static int sw__rule_write(sw_limiter *l, const sw__rule *r, int dry_run) {
+  int rc = sw__robust_lock(&l->hdr->rule_lock, NULL, NULL, "rule");
   if (rc < 0) return rc;
-  rc = pthread_mutex_lock(&l->hdr->rule_lock);
-  if (rc == EOWNERDEAD) /* a writer died mid-write: the rule is rewritten whole below */
-    pthread_mutex_consistent(&l->hdr->rule_lock);
-  else if (rc != 0)
-    return sw__fail(SW_ESTATE, "rule lock unusable: %s", strerror(rc));
+  sw__rule old, next;
   sw__rule_load_ex(l->hdr, &old, true);
-  if (old.behavior != r.behavior) { /* a new controller, as Sentinel builds one */
+  next = r ? *r : old;
+  if (!r) next.dry_run = (int16_t)dry_run;
+  if (old.behavior != next.behavior) { /* a new controller, as Sentinel builds one */
     atomic_store(&l->st->latest_passed, -1);
     atomic_store(&l->st->stored_tokens, 0);
     atomic_store(&l->st->last_filled, 0);
   }
-  sw__rule_store(l->hdr, &r);
+  sw__rule_store(l->hdr, &next);
   pthread_mutex_unlock(&l->hdr->rule_lock);
   return SW_OK;
+}
+
+SW_API int sw_limiter_set_rule(sw_limiter *l, const sw_options *opts) {
+  SW__LIMITER_CHECK(l);
+  SW__CHECK_WRITABLE(l);
+  sw__rule r;
+  int rc = sw__rule_from(opts, &r);
+  return rc < 0 ? rc : sw__rule_write(l, &r, -1);
 }
 
 SW_API int sw_limiter_set_dry_run(sw_limiter *l, int on) {
   SW__LIMITER_CHECK(l);
   SW__CHECK_WRITABLE(l);
   if (on != 0 && on != 1) return sw__fail(SW_EINVAL, "dry-run on=%d: want 0 or 1", on);
-  int rc = pthread_mutex_lock(&l->hdr->rule_lock);
-  if (rc == EOWNERDEAD)
-    pthread_mutex_consistent(&l->hdr->rule_lock);
-  else if (rc != 0)
-    return sw__fail(SW_ESTATE, "rule lock unusable: %s", strerror(rc));
-  sw__rule r;
-  sw__rule_load_ex(l->hdr, &r, true);
-  r.dry_run = on;
-  sw__rule_store(l->hdr, &r);
-  pthread_mutex_unlock(&l->hdr->rule_lock);
-  return SW_OK;
+  return sw__rule_write(l, NULL, on);
 }
 
 SW_API int sw_limiter_get_rule(const sw_limiter *l, sw_options *opts) {

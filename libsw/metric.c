@@ -122,14 +122,9 @@ SW_API int sw_metric_create(sw_metric **out, int32_t sample_count, int64_t inter
   int rc = sw__metric_validate(sample_count, interval_ms, stripes);
   if (rc < 0) return rc;
   uint64_t size = sw__metric_size(sample_count, occupiable, stripes);
-  sw_metric *m = sw__malloc(sizeof *m);
-  void *mem = sw__malloc(size);
-  if (m == NULL || mem == NULL) {
-    sw__free(m);
-    sw__free(mem);
-    return sw__fail(SW_ENOMEM, "metric of %llu bytes", (unsigned long long)size);
-  }
-  memset(mem, 0, size);
+  sw_metric *m;
+  void *mem;
+  if ((rc = sw__alloc_pair((void **)&m, sizeof *m, (void **)&mem, size, "metric")) < 0) return rc;
   if ((rc = sw__metric_init(mem, sample_count, interval_ms, occupiable, stripes, max_rt,
                             false)) < 0 ||
       (rc = sw__metric_bind(m, mem)) < 0) {

@@ -99,14 +99,9 @@ SW_API int sw_node_create(sw_node **out, const sw_options *opts) {
   int rc = sw__node_geom_from(opts, &g);
   if (rc < 0) return rc;
   uint64_t size = sw__node_size(&g);
-  sw_node *node = sw__malloc(sizeof *node);
-  void *mem = sw__malloc(size);
-  if (node == NULL || mem == NULL) {
-    sw__free(node);
-    sw__free(mem);
-    return sw__fail(SW_ENOMEM, "node of %llu bytes", (unsigned long long)size);
-  }
-  memset(mem, 0, size);
+  sw_node *node;
+  void *mem;
+  if ((rc = sw__alloc_pair((void **)&node, sizeof *node, (void **)&mem, size, "node")) < 0) return rc;
   if ((rc = sw__node_init(mem, &g, false)) < 0 || (rc = sw__node_bind(node, mem)) < 0) {
     sw__free(node);
     sw__free(mem);

@@ -35,13 +35,8 @@ uint64_t sw__registry_size(uint32_t capacity, const sw__node_geom *g) {
 int sw__registry_init(void *mem, uint32_t capacity, const sw__node_geom *g, const sw__rule *r,
                       bool process_shared) {
   sw__registry_hdr *h = mem;
-  pthread_mutexattr_t attr;
-  pthread_mutexattr_init(&attr);
-  pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
-  if (process_shared) pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
-  int rc = pthread_mutex_init(&h->insert_lock, &attr);
-  pthread_mutexattr_destroy(&attr);
-  if (rc != 0) return sw__fail(SW_ENOMEM, "pthread_mutex_init: %s", strerror(rc));
+  int rc = sw__robust_init(&h->insert_lock, process_shared);
+  if (rc < 0) return rc;
   h->capacity = capacity;
   h->index_size = sw__index_size(capacity);
   h->index_off = sw__round_up(sizeof(sw__registry_hdr), SW_CACHE_LINE);
@@ -97,14 +92,9 @@ SW_API int sw_registry_create(sw_registry **out, uint32_t capacity, const sw_opt
   if (size == 0)
     return sw__fail(SW_EOVERFLOW, "capacity=%u limiters of %llu bytes need more than 1 TiB",
                     capacity, (unsigned long long)sw__limiter_size(&g));
-  sw_registry *r = sw__calloc(1, sizeof *r);
-  void *mem = sw__malloc(size);
-  if (r == NULL || mem == NULL) {
-    sw__free(r);
-    sw__free(mem);
-    return sw__fail(SW_ENOMEM, "registry of %llu bytes", (unsigned long long)size);
-  }
-  memset(mem, 0, size);
+  sw_registry *r;
+  void *mem;
+  if ((rc = sw__alloc_pair((void **)&r, sizeof *r, (void **)&mem, size, "registry")) < 0) return rc;
   if ((rc = sw__registry_init(mem, capacity, &g, &rule, false)) < 0 ||
       (rc = sw__registry_bind(r, mem, size)) < 0) {
     sw__free(r);
@@ -180,7 +170,6 @@ static sw__entry *sw__probe(sw_registry *r, const char *name, uint32_t hash, uin
   return NULL;
 }
 
-static int sw__lock(pthread_mutex_t *m, sw_registry *r);
 
 SW_API int sw_registry_find(sw_registry *r, const char *name, sw_limiter **out) {
   SW__REGISTRY_CHECK(r);
@@ -196,7 +185,8 @@ SW_API int sw_registry_find(sw_registry *r, const char *name, sw_limiter **out) 
 }
 
 /* Finish entries whose inserter died: their blocks were never published. */
-static void sw__recover(sw_registry *r) {
+static void sw__recover(void *arg) {
+  sw_registry *r = arg;
   for (uint32_t i = 0; i < r->hdr->index_size; i++) {
     sw__entry *e = &r->index[i];
     if (atomic_load(&e->state) != SW__ENTRY_BUSY) continue;
@@ -210,13 +200,7 @@ static void sw__recover(sw_registry *r) {
 }
 
 static int sw__lock(pthread_mutex_t *m, sw_registry *r) {
-  int rc = pthread_mutex_lock(m);
-  if (rc == EOWNERDEAD) {
-    sw__recover(r);
-    pthread_mutex_consistent(m);
-    return SW_OK;
-  }
-  return rc == 0 ? SW_OK : sw__fail(SW_ESTATE, "registry lock unusable: %s", strerror(rc));
+  return sw__robust_lock(m, sw__recover, r, "registry");
 }
 
 SW_API int sw_registry_get(sw_registry *r, const char *name, sw_limiter **out) {
