@@ -194,7 +194,8 @@ static inline __attribute__((always_inline)) int64_t sw__fold_ex(const sw_metric
   int64_t acc = 0;
   for (uint32_t i = 0; i < n; i++, slot += stride) {
     /* The window of the interval that lives in slot i starts at `want`. */
-    const int64_t back = (int64_t)((cur_idx + n - i) % n), want = ws - back * wl;
+    const int64_t back = (int64_t)(cur_idx >= i ? cur_idx - i : cur_idx + n - i);
+    const int64_t want = ws - back * wl;
     if (want < 0) continue;
     sw__la_slot *s = (sw__la_slot *)slot;
     for (;;) {

@@ -6,8 +6,8 @@ cd "$(dirname "$0")/.."
 . tools/deps.sh
 sw_need $SW_C_PKGS gcovr
 build=${1:-_build/coverage}
-sw_build "$build" CFLAGS="-O0 -g --coverage" LDFLAGS="--coverage"
+sw_build "$build" CFLAGS="-O0 -g --coverage -fprofile-update=atomic" LDFLAGS="--coverage"
 find "$build" -name '*.gcda' -delete
 make -C "$build" -s -j"$(nproc)" check >/dev/null
-gcovr --root . --filter 'libsw/' --object-directory "$build" --print-summary --txt "$build/coverage.txt" | tail -3
+gcovr --gcov-ignore-parse-errors --root . --filter 'libsw/' --object-directory "$build" --print-summary --txt "$build/coverage.txt" | tail -3
 echo "per-file report: $build/coverage.txt"
