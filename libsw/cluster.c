@@ -232,6 +232,7 @@ SW_API int64_t sw_cluster_round_trips(const sw_cluster *c) {
 SW_API int sw_cluster_entry_exact(sw_cluster *c, sw_limiter *l, int64_t n, sw_decision *d) {
   SW__CLUSTER_CHECK(c);
   SW__CHECK_NULL(l, "limiter");
+  SW__CHECK_WRITABLE(l);
   SW__CHECK_NULL(d, "decision");
   if (n < 0 || n > INT32_MAX)
     return sw__fail(SW_ERANGE, "n=%lld is outside 0..%d", (long long)n, INT32_MAX);
@@ -259,7 +260,7 @@ SW_API int sw_cluster_entry_exact(sw_cluster *c, sw_limiter *l, int64_t n, sw_de
   if (!(cmd.ok && cmd.nints >= 3)) { /* Redis is down: the rule's failure policy */
     sw_lease_failed(l, t, &call);
     sw__decide_cluster(l, &r, t, n, 0, d);
-    if (d->verdict == SW_VERDICT_BLOCK) sw_node_increase_block_at(&l->node, t, n);
+    sw__limiter_settle(l, &r, t, n, d);
     return SW_OK;
   }
   int64_t wl = l->node.second.la.wl, bucket = cmd.ints[0], now_r = cmd.ints[2];
@@ -281,7 +282,7 @@ SW_API int sw_cluster_entry_exact(sw_cluster *c, sw_limiter *l, int64_t n, sw_de
     }
     d->verdict = SW_VERDICT_BLOCK;
     d->retry_after_ms = bucket + wl - now_r;
-    sw_node_increase_block_at(&l->node, t, n);
+    sw__limiter_settle(l, &r, t, n, d);
   }
   return SW_OK;
 }

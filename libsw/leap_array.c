@@ -143,6 +143,10 @@ SW_API int sw_leap_array_create(sw_leap_array **out, const sw_bucket_type *type,
   sw_bucket_type vt;
   int rc = sw__bucket_type_copy(&vt, type);
   if (rc < 0) return rc;
+  /* the built-in types read their context as their own configuration */
+  if (ctx != NULL && strncmp(vt.name, "sw.", 3) == 0)
+    return sw__fail(SW_EINVAL, "built-in type %s takes no context: use sw_metric_create",
+                    vt.name);
   if ((rc = sw__la_validate(&vt, sample_count, interval_ms)) < 0) return rc;
   uint64_t size = sw__la_block_size(sample_count, vt.bucket_size);
   sw_leap_array *la;
@@ -216,9 +220,6 @@ SW_API int sw_leap_array_create_by_name(sw_leap_array **out, const char *type_na
   SW__CHECK_NULL(type_name, "type name");
   const sw_bucket_type *type = sw_bucket_type_find(type_name);
   if (type == NULL) return SW_ENOTFOUND;
-  if (ctx != NULL && strncmp(type_name, "sw.", 3) == 0)
-    return sw__fail(SW_EINVAL, "built-in type %s takes no context: use sw_metric_create",
-                    type_name);
   return sw_leap_array_create(out, type, ctx, sample_count, interval_ms);
 }
 

@@ -73,6 +73,15 @@ static int64_t sw__fleet_threshold(const sw_limiter *l, const sw__rule *r) {
 
 /* --------------------------------------------------------------- entries */
 
+/* Ask for a refill: the time of the oldest request not yet served. */
+static inline int64_t sw__lease_want(sw__lease *ls, int64_t t) {
+  int64_t since = atomic_load_explicit(&ls->need, memory_order_relaxed);
+  if (since != 0) return since;
+  since = t > 0 ? t : 1;
+  atomic_store_explicit(&ls->need, since, memory_order_relaxed);
+  return since;
+}
+
 int sw__decide_cluster(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n, uint32_t flags,
                        sw_decision *d) {
   sw__lease *ls = &l->st->lease;
@@ -86,8 +95,7 @@ int sw__decide_cluster(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n, u
       if (atomic_compare_exchange_weak_explicit(slot, &w, w - (uint64_t)n, memory_order_relaxed,
                                                 memory_order_relaxed)) {
         int64_t left = sw__word_tokens(w) - n;
-        if (left * 100 < r->lease * r->low_water_pct)
-          atomic_store_explicit(&ls->need, 1, memory_order_relaxed);
+        if (left * 100 < r->lease * r->low_water_pct) sw__lease_want(ls, t);
         sw__node_count_pass(&l->node, t, n, false, true);
         d->remaining = left;
         return SW_OK;
@@ -100,11 +108,17 @@ int sw__decide_cluster(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n, u
       d->retry_after_ms = bucket + wl - now;
       return SW_OK;
     }
-    atomic_store_explicit(&ls->need, 1, memory_order_relaxed);
+    int64_t since = sw__lease_want(ls, t);
     if (atomic_load_explicit(&ls->down_since, memory_order_relaxed) == 0) {
-      d->verdict = SW_VERDICT_BLOCK; /* a refill is on its way */
-      d->retry_after_ms = 1;
-      return SW_OK;
+      if (t - since <= 2 * r->timeout_ms + wl) {
+        d->verdict = SW_VERDICT_BLOCK; /* a refill is on its way */
+        d->retry_after_ms = 1;
+        return SW_OK;
+      }
+      /* Nobody has come for the tokens asked for (the refiller was removed,
+       * stopped or died): as good as down. */
+      int64_t zero = 0;
+      atomic_compare_exchange_strong(&ls->down_since, &zero, t > 0 ? t : 1);
     }
   }
   /* Redis is down, or was never reached: the failure policy. */
@@ -262,6 +276,6 @@ SW_API int sw_lease_stats(const sw_limiter *l, int64_t t, sw_lease_info *info) {
   int64_t bno = (t + info->offset_ms) / wl;
   uint64_t w = atomic_load(&ls->slot[bno & 1]);
   info->tokens = sw__word_tag(w) == sw__tag(bno) ? sw__word_tokens(w) : 0;
-  info->need = atomic_load(&ls->need);
+  info->need = atomic_load(&ls->need) != 0;
   return SW_OK;
 }

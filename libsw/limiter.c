@@ -450,7 +450,12 @@ SW_API int sw_limiter_entry_at(sw_limiter *l, int64_t t, int64_t n, uint32_t fla
     else
       sw__limiter_decide_qps(l, &r, t, n, flags, r.threshold, d);
   }
-  if (sw__unlikely(r.dry_run) && d->verdict != SW_VERDICT_PASS) {
+  sw__limiter_settle(l, &r, t, n, d);
+  return SW_OK;
+}
+
+void sw__limiter_settle(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n, sw_decision *d) {
+  if (sw__unlikely(r->dry_run) && d->verdict != SW_VERDICT_PASS) {
     /* Shadow mode: whatever the rule says, the request goes ahead; what it
      * would have done stays in the decision (would_block, wait_ms). */
     if (d->verdict == SW_VERDICT_BLOCK) {
@@ -459,10 +464,9 @@ SW_API int sw_limiter_entry_at(sw_limiter *l, int64_t t, int64_t n, uint32_t fla
       sw__node_count_pass(&l->node, t, n, false, true);
     }
     d->verdict = SW_VERDICT_PASS;
-    return SW_OK;
+    return;
   }
   if (d->verdict == SW_VERDICT_BLOCK) sw_node_increase_block_at(&l->node, t, n);
-  return SW_OK;
 }
 
 SW_API int sw_limiter_entry(sw_limiter *l, int64_t n, uint32_t flags, sw_decision *d) {

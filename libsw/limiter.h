@@ -53,7 +53,7 @@ typedef struct sw__lease {
   _Atomic int64_t refund_bucket; /* ... to this bucket (Redis ms) */
   _Atomic int64_t calls;         /* script calls made */
   _Atomic int64_t granted;       /* tokens granted */
-  _Atomic int64_t need;          /* an entry found the lease short */
+  _Atomic int64_t need;          /* local ms an entry first found the lease short; 0: none */
   _Atomic int64_t retry_at;      /* while down: local ms of the next try */
 } sw__lease;
 
@@ -80,6 +80,9 @@ void sw__limiter_rule(const sw_limiter *l, sw__rule *r);
 /* Reject behaviour on the QPS grade against limit (limiter.c). */
 void sw__limiter_decide_qps(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n,
                             uint32_t flags, double limit, sw_decision *d);
+/* Count a decided entry: a block as BLOCK, or with a dry-run rule as a pass
+ * that WOULD_BLOCK (the verdict becomes PASS). */
+void sw__limiter_settle(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n, sw_decision *d);
 /* A cluster rule's entry (lease.c). */
 int sw__decide_cluster(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n, uint32_t flags,
                        sw_decision *d);

@@ -984,6 +984,10 @@ static void bad_sw_leap_array_create(void) {
   EXPECT(sw_leap_array_create(&la, &big, NULL, INT32_MAX, INT32_MAX), SW_EOVERFLOW);
   EXPECT(sw_leap_array_create(&la, &big, NULL, 1 << 24, 1 << 24), SW_EOVERFLOW);
   ck_assert_ptr_null(la);
+  /* A built-in type reads its context as its own configuration: refused. */
+  int junk[64] = {0};
+  EXPECT(sw_leap_array_create(&la, sw_bucket_type_find(SW_TYPE_METRIC), junk, 2, 1000), SW_EINVAL);
+  ck_assert_ptr_null(la);
   /* Huge but valid: one window of INT64_MAX ms. */
   EXPECT_OK(sw_leap_array_create(&la, &plain, NULL, 1, INT64_MAX));
   sw_window w;
@@ -2562,6 +2566,7 @@ END_TEST
  * work. The segment is made once by the runner (unchecked fixture), so a
  * crashing test leaves nothing behind. */
 static char ro_name[80];
+static sw_registry *ro_registry; /* of the read-only handle of the running test */
 
 static void ro_setup(void) {
   snprintf(ro_name, sizeof ro_name, "swbad-%d-readonly", g_main_pid);
@@ -2570,12 +2575,15 @@ static void ro_setup(void) {
   ck_assert_int_eq(sw_options_set(o, SW_OPT_THRESHOLD, 10), SW_OK);
   sw_segment *seg = NULL;
   ck_assert_int_eq(sw_segment_open(&seg, ro_name, 2, o, SW_SEGMENT_RESET), SW_OK);
-  sw_options_free(o);
   sw_limiter *l = NULL;
   ck_assert_int_eq(sw_registry_get(sw_segment_registry(seg), "a", &l), SW_OK);
   sw_decision d;
   ck_assert_int_eq(sw_limiter_entry_at(l, 1000, 1, 0, &d), SW_OK);
   ck_assert_int_eq(d.verdict, SW_VERDICT_PASS);
+  /* "c": a cluster rule, for the lease and exact-mode writes */
+  ck_assert_int_eq(sw_options_set(o, SW_OPT_CLUSTER, 1), SW_OK);
+  ck_assert_int_eq(sw_registry_get_ex(sw_segment_registry(seg), "c", o, &l), SW_OK);
+  sw_options_free(o);
   sw_segment_close(seg);
 }
 
@@ -2618,6 +2626,38 @@ static int64_t ro_la_add(sw_limiter *l) {
   sw_leap_array *la = sw_metric_leap_array(sw_node_minute_metric(sw_limiter_node(l)));
   return sw_leap_array_add_at(la, 2000, 0, 1);
 }
+static int64_t ro_set_dry_run(sw_limiter *l) { return sw_limiter_set_dry_run(l, 1); }
+/* The cluster rule "c" of the same segment. */
+static sw_limiter *ro_cluster_limiter(sw_limiter *l) {
+  sw_limiter *c = NULL;
+  (void)l;
+  ck_assert_int_eq(sw_registry_find(ro_registry, "c", &c), 1);
+  return c;
+}
+static int64_t ro_lease_next(sw_limiter *l) {
+  sw_lease_call call;
+  return sw_lease_next_call(ro_cluster_limiter(l), 2000, &call);
+}
+static int64_t ro_lease_apply(sw_limiter *l) {
+  sw_lease_call call = {.want = 1};
+  return sw_lease_apply(ro_cluster_limiter(l), 2000, &call, 0, 1, 2000);
+}
+static int64_t ro_lease_failed(sw_limiter *l) {
+  sw_lease_call call = {.want = 1};
+  return sw_lease_failed(ro_cluster_limiter(l), 2000, &call);
+}
+/* Exact mode writes the node after the Redis call: refused before it. */
+static int64_t ro_exact(sw_limiter *l) {
+  if (!cluster_built()) return SW_EPERM; /* nothing to check without hiredis */
+  sw_cluster *c = NULL;
+  ck_assert_int_eq(sw_cluster_create(&c, "127.0.0.1:1", OPTS({SW_OPT_CLUSTER_TIMEOUT_MS, 50})),
+                   SW_OK);
+  sw_limiter *cl = ro_cluster_limiter(l);
+  ck_assert_int_eq(sw_cluster_add(c, cl, "c"), SW_OK);
+  int rc = sw_cluster_entry_exact(c, cl, 1, &ro_d);
+  sw_cluster_free(c);
+  return rc;
+}
 static int64_t ro_reads(sw_limiter *l) {
   sw_node *node = sw_limiter_node(l);
   sw_options *o = NULL;
@@ -2643,6 +2683,11 @@ static const ro_op ro_ops[] = {
     {"sw_metric_try_pass_at", SW_EPERM, ro_metric_try},
     {"sw_leap_array_current_window_at", SW_EPERM, ro_la_current},
     {"sw_leap_array_add_at", SW_EPERM, ro_la_add},
+    {"sw_limiter_set_dry_run", SW_EPERM, ro_set_dry_run},
+    {"sw_lease_next_call", SW_EPERM, ro_lease_next},
+    {"sw_lease_apply", SW_EPERM, ro_lease_apply},
+    {"sw_lease_failed", SW_EPERM, ro_lease_failed},
+    {"sw_cluster_entry_exact", SW_EPERM, ro_exact},
     {"reads", 1, ro_reads},
 };
 
@@ -2653,7 +2698,8 @@ static void run_ro(int i) {
   sw_segment *ro = NULL;
   ck_assert_int_eq(sw_segment_open(&ro, ro_name, 0, NULL, SW_SEGMENT_READONLY), SW_OK);
   sw_limiter *l = NULL;
-  ck_assert_int_eq(sw_registry_find(sw_segment_registry(ro), "a", &l), 1);
+  ro_registry = sw_segment_registry(ro);
+  ck_assert_int_eq(sw_registry_find(ro_registry, "a", &l), 1);
   EXPECT(ro_ops[i].op(l), ro_ops[i].want);
   sw_segment_close(ro);
 }

@@ -413,6 +413,36 @@ START_TEST(lease_failure_local) {
 }
 END_TEST
 
+/* A lease that nobody refills any more (its sw_cluster was freed or the
+ * limiter removed from it, or the process that refilled it died) is as good
+ * as down once an entry's request for tokens has waited 2 x timeout + one
+ * bucket: the failure policy applies, until a call succeeds again. */
+START_TEST(lease_abandoned_falls_back) {
+  sw_limiter *l = synced(SW_CLUSTER_FALLBACK_LOCAL, 10000, B0 + 100);
+  take(l, 10000, 20);
+  sw_decision d;
+  const int64_t late = 10000 + 2 * TIMEOUT_MS + WL;
+  ck_ok(sw_limiter_entry_at(l, late, 1, 0, &d)); /* still waiting for the refill */
+  ck_assert_int_eq(d.verdict, SW_VERDICT_BLOCK);
+  ck_assert_int_eq(d.retry_after_ms, 1);
+  ck_assert_int_eq(stats(l, late).down_since_ms, 0);
+  ck_ok(sw_limiter_entry_at(l, late + 1, 1, 0, &d)); /* abandoned: the local fallback */
+  ck_assert_int_eq(d.verdict, SW_VERDICT_PASS);
+  ck_assert_int_eq(stats(l, late + 1).down_since_ms, late + 1);
+  ck_assert_int_eq(stats(l, late + 1).up, 0);
+  /* a refiller comes back: the first call succeeds and the lease is used again */
+  sw_lease_call call;
+  ck_sw(sw_lease_next_call(l, late + 2, &call), 1);
+  ck_assert_int_eq(call.target, 0);
+  int64_t redis_now = B0 + 100 + (late + 2 - 10000);
+  ck_ok(sw_lease_apply(l, late + 2, &call, redis_now - redis_now % WL, 20, redis_now));
+  ck_assert_int_eq(stats(l, late + 2).up, 1);
+  ck_assert_int_eq(stats(l, late + 2).need, 0);
+  take(l, late + 2, 20);
+  sw_limiter_free(l);
+}
+END_TEST
+
 START_TEST(lease_retry_and_recovery) {
   sw_limiter *l = down_after_lease(SW_CLUSTER_FAIL_CLOSED); /* down since 10001, retry 1000 */
   sw_lease_call call;
@@ -1327,6 +1357,36 @@ START_TEST(exact_partial_grant_is_refunded) {
 }
 END_TEST
 
+/* Exact mode honours dry-run: what Redis refuses passes, as WOULD_BLOCK. */
+START_TEST(exact_dry_run) {
+  NEED_REDIS();
+  rf_server s;
+  ck_assert_msg(rf_start(&s) == 0, "cannot start redis-server");
+  sw_limiter *l = mk_limiter(2, 1, SW_CLUSTER_FAIL_CLOSED, 1, 1000);
+  ck_ok(sw_limiter_set_dry_run(l, 1));
+  sw_cluster *c = mk_cluster(s.port);
+  char resource[64];
+  snprintf(resource, sizeof resource, "dry-%d", (int)getpid());
+  ck_ok(sw_cluster_add(c, l, resource));
+  sw_decision d;
+  int would = 0;
+  for (int i = 0; i < 3; i++) {
+    ck_ok(sw_cluster_entry_exact(c, l, 1, &d));
+    ck_assert_int_eq(d.verdict, SW_VERDICT_PASS);
+    would += d.would_block;
+  }
+  /* a window of 2 buckets holds the first two whatever the boundary: one refused */
+  ck_assert_int_eq(would, 1);
+  int64_t t = sw_now_ms();
+  sw_node *node = sw_limiter_node(l);
+  ck_assert_int_eq(sw_node_total_pass_at(node, t), 3);
+  ck_assert_int_eq(sw_node_block_request_at(node, t), 0);
+  sw_cluster_free(c);
+  sw_limiter_free(l);
+  rf_stop(&s);
+}
+END_TEST
+
 START_TEST(exact_redis_down) {
   NEED_REDIS();
   rf_server s;
@@ -1368,7 +1428,8 @@ int main(void) {
   Suite *s = suite_create("cluster");
   SW_TCASE(s, "lease logic", lease_never_synced, lease_apply_fills_and_entries_take,
            lease_low_water_calls, lease_spent_bucket_blocks_until_next, lease_prefetch_and_refund,
-           lease_failure_open, lease_failure_closed, lease_failure_local, lease_retry_and_recovery);
+           lease_failure_open, lease_failure_closed, lease_failure_local, lease_retry_and_recovery,
+           lease_abandoned_falls_back);
   SW_TCASE(s, "script", script_grants_and_refunds, script_window_includes_next_bucket);
   SW_TCASE(s, "one redis-server", two_processes_share_one_budget, idle_limiter_stops_leasing);
   SW_TCASE(s, "failure", failure_sigkill_and_restart, noscript_reloads,
@@ -1376,7 +1437,7 @@ int main(void) {
   SW_TCASE(s, "redis cluster", redis_cluster_one_seed_moved_clusterdown,
            redis_cluster_stopped_master_spares_others, redis_cluster_failover_to_replica);
   SW_TCASE(s, "exact mode", exact_two_processes, exact_partial_grant_is_refunded,
-           exact_redis_down);
+           exact_dry_run, exact_redis_down);
   int rc = sw_test_run(s);
   rf_finish();
   return rc;

@@ -656,7 +656,9 @@ SW_API int sw_lease_stats(const sw_limiter *l, int64_t t, sw_lease_info *info);
  * not built"). */
 typedef struct sw_cluster sw_cluster;
 SW_API int sw_cluster_create(sw_cluster **out, const char *servers, const sw_options *opts);
-/* Stops the refiller; the limiters stay (they fall back to their failure policy). */
+/* Stops the refiller; the limiters stay: once an entry's request for tokens
+ * goes unanswered for 2 x SW_OPT_CLUSTER_TIMEOUT_MS + one bucket, they use
+ * their failure policy until a call succeeds again. */
 SW_API void sw_cluster_free(sw_cluster *c);
 /* Keep l's lease (a limiter with SW_OPT_CLUSTER=1; borrowed, must outlive c)
  * under Redis key "sw:{resource}". Processes that share a budget use the
@@ -672,7 +674,8 @@ SW_API int sw_cluster_refill(sw_cluster *c);
 SW_API int sw_cluster_start(sw_cluster *c);
 SW_API int64_t sw_cluster_round_trips(const sw_cluster *c);
 /* Exact mode (opt-in, for low rates): one script call for this entry, made
- * now, in this thread (it waits on the network, up to the timeout). */
+ * now, in this thread (it waits on the network, up to the timeout). Counted
+ * and dry-run as sw_limiter_entry. */
 SW_API int sw_cluster_entry_exact(sw_cluster *c, sw_limiter *l, int64_t n, sw_decision *d);
 
 /* --------------------------------------------------------------- registry */
