@@ -450,7 +450,7 @@ SW_API int sw_limiter_entry_at(sw_limiter *l, int64_t t, int64_t n, uint32_t fla
     else
       sw__limiter_decide_qps(l, &r, t, n, flags, r.threshold, d);
   }
-  sw__limiter_settle(l, &r, t, n, d);
+  if (d->verdict != SW_VERDICT_PASS) sw__limiter_settle(l, &r, t, n, d);
   return SW_OK;
 }
 

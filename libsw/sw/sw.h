@@ -694,8 +694,8 @@ SW_API void sw_registry_free(sw_registry *r);
  * the registry). SW_EFULL when full, SW_ERANGE for a bad name. */
 SW_API int sw_registry_get(sw_registry *r, const char *name, sw_limiter **out);
 /* Same, and a limiter created by this call starts with the rule of opts
- * (validated first) instead of the registry's; an existing one is returned
- * as it is. NULL opts: the registry's rule. */
+ * (validated then) instead of the registry's; an existing one is returned
+ * as it is, and opts is not read. NULL opts: the registry's rule. */
 SW_API int sw_registry_get_ex(sw_registry *r, const char *name, const sw_options *opts,
                               sw_limiter **out);
 /* A new rule for every limiter of the registry and for those created later
