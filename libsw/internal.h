@@ -38,6 +38,13 @@ int sw__last_code(void);
 
 /* Round n up to a multiple of the power of two a. */
 static inline uint64_t sw__round_up(uint64_t n, uint64_t a) { return (n + a - 1) & ~(a - 1); }
+
+/* FNV-1a over bytes, from h (start with SW__FNV_BASIS). */
+#define SW__FNV_BASIS UINT64_C(14695981039346656037)
+static inline uint64_t sw__fnv(const void *p, size_t n, uint64_t h) {
+  for (const unsigned char *b = p; n--; b++) h = (h ^ *b) * UINT64_C(1099511628211);
+  return h;
+}
 static inline bool sw__is_pow2(uint64_t n) { return n && !(n & (n - 1)); }
 
 /* Saturating int64 addition for sums of non-negative counters. */

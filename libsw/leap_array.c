@@ -84,6 +84,19 @@ int sw__la_validate(const sw_bucket_type *type, int32_t sample_count, int64_t in
 
 /* ------------------------------------------------------------ construction */
 
+/* The built-in types read their context as their own configuration. */
+static int sw__no_builtin_ctx(const sw_bucket_type *vt, const void *ctx) {
+  if (ctx != NULL && strncmp(vt->name, "sw.", 3) == 0)
+    return sw__fail(SW_EINVAL, "built-in type %s takes no context: use sw_metric_create",
+                    vt->name);
+  return SW_OK;
+}
+
+/* A block remembers the name of its bucket type. */
+static uint64_t sw__type_id(const sw_bucket_type *type) {
+  return sw__fnv(type->name, strlen(type->name), SW__FNV_BASIS);
+}
+
 int sw__la_block_init(sw__la_block *blk, const sw_bucket_type *type, int32_t sample_count,
                       int64_t interval_ms, bool process_shared) {
   int rc = sw__robust_init(&blk->reset_lock, process_shared);
@@ -95,14 +108,16 @@ int sw__la_block_init(sw__la_block *blk, const sw_bucket_type *type, int32_t sam
   blk->slot_stride = SW_CACHE_LINE + 2u * (uint64_t)blk->body_size;
   blk->slots_offset = sw__slots_offset();
   blk->total_size = sw__la_block_size(sample_count, type->bucket_size);
+  blk->type_id = sw__type_id(type);
   blk->layout_version = SW__LA_LAYOUT_VERSION;
   atomic_thread_fence(memory_order_release);
   blk->magic = SW__LA_MAGIC;
   return SW_OK;
 }
 
-int sw__la_check(const sw__la_block *blk, int32_t sample_count, int64_t interval_ms,
-                 uint32_t bucket_size) {
+int sw__la_check(const sw__la_block *blk, const sw_bucket_type *type, int32_t sample_count,
+                 int64_t interval_ms) {
+  const uint32_t bucket_size = type->bucket_size;
   if (blk->magic != SW__LA_MAGIC)
     return sw__fail(SW_EFOREIGN, "not a leap array (magic 0x%08x)", blk->magic);
   if (blk->layout_version != SW__LA_LAYOUT_VERSION)
@@ -119,6 +134,9 @@ int sw__la_check(const sw__la_block *blk, int32_t sample_count, int64_t interval
                     "does not match its geometry (%d, %lld, %u)", blk->sample_count,
                     (long long)blk->interval_ms, blk->body_size, sample_count,
                     (long long)interval_ms, body);
+  if (blk->type_id != sw__type_id(type))
+    return sw__fail(SW_ETYPE, "the leap array was laid out for another bucket type than %s",
+                    type->name);
   return SW_OK;
 }
 
@@ -143,10 +161,7 @@ SW_API int sw_leap_array_create(sw_leap_array **out, const sw_bucket_type *type,
   sw_bucket_type vt;
   int rc = sw__bucket_type_copy(&vt, type);
   if (rc < 0) return rc;
-  /* the built-in types read their context as their own configuration */
-  if (ctx != NULL && strncmp(vt.name, "sw.", 3) == 0)
-    return sw__fail(SW_EINVAL, "built-in type %s takes no context: use sw_metric_create",
-                    vt.name);
+  if ((rc = sw__no_builtin_ctx(&vt, ctx)) < 0) return rc;
   if ((rc = sw__la_validate(&vt, sample_count, interval_ms)) < 0) return rc;
   uint64_t size = sw__la_block_size(sample_count, vt.bucket_size);
   sw_leap_array *la;
@@ -192,6 +207,11 @@ SW_API int sw_leap_array_attach(sw_leap_array **out, void *mem, uint64_t size,
   *out = NULL;
   SW__CHECK_NULL(mem, "memory");
   SW__CHECK_NULL(type, "bucket type");
+  sw_bucket_type vt;
+  int rc = sw__bucket_type_copy(&vt, type);
+  if (rc < 0 || (rc = sw__no_builtin_ctx(&vt, ctx)) < 0) return rc;
+  if ((uintptr_t)mem % SW_CACHE_LINE != 0)
+    return sw__fail(SW_EINVAL, "memory at %p is not 64-byte aligned", mem);
   const sw__la_block *blk = mem;
   if (size < sizeof *blk)
     return sw__fail(SW_ECORRUPT, "%llu bytes cannot hold a leap array header",
@@ -199,8 +219,8 @@ SW_API int sw_leap_array_attach(sw_leap_array **out, void *mem, uint64_t size,
   if (blk->magic == SW__LA_MAGIC && blk->total_size > size)
     return sw__fail(SW_ECORRUPT, "the array needs %llu bytes, %llu given",
                     (unsigned long long)blk->total_size, (unsigned long long)size);
-  int rc = blk->magic == SW__LA_MAGIC && blk->sample_count > 0
-               ? sw__la_check(blk, blk->sample_count, blk->interval_ms, type->bucket_size)
+  rc = blk->magic == SW__LA_MAGIC && blk->sample_count > 0
+               ? sw__la_check(blk, &vt, blk->sample_count, blk->interval_ms)
                : sw__fail(SW_EFOREIGN, "not a leap array (magic 0x%08x)", blk->magic);
   if (rc < 0) return rc;
   sw_leap_array *la = sw__calloc(1, sizeof *la);

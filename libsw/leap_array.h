@@ -29,7 +29,7 @@
 #include "internal.h"
 
 #define SW__LA_MAGIC 0x414c5753u /* "SWLA" */
-#define SW__LA_LAYOUT_VERSION 1u
+#define SW__LA_LAYOUT_VERSION 2u
 
 typedef struct sw__la_block {
   uint32_t magic;
@@ -41,6 +41,7 @@ typedef struct sw__la_block {
   uint64_t slot_stride; /* SW_CACHE_LINE + 2 * body_size */
   uint64_t slots_offset;
   uint64_t total_size;
+  uint64_t type_id; /* hash of the bucket type's name: attach with another type is refused */
   _Atomic int64_t detached; /* adds that went to a detached window */
   pthread_mutex_t reset_lock;
 } sw__la_block;
@@ -72,10 +73,11 @@ int sw__la_validate(const sw_bucket_type *type, int32_t sample_count, int64_t in
 /* Initialise a zeroed block of sw__la_block_size() bytes. */
 int sw__la_block_init(sw__la_block *blk, const sw_bucket_type *type, int32_t sample_count,
                       int64_t interval_ms, bool process_shared);
-/* Check that an initialised block has the layout of this geometry
- * (SW_EFOREIGN / SW_EVERSION / SW_ECORRUPT with a message). */
-int sw__la_check(const sw__la_block *blk, int32_t sample_count, int64_t interval_ms,
-                 uint32_t bucket_size);
+/* Check that an initialised block has the layout of this geometry and was
+ * laid out for this type (SW_EFOREIGN / SW_EVERSION / SW_ECORRUPT / SW_ETYPE
+ * with a message). */
+int sw__la_check(const sw__la_block *blk, const sw_bucket_type *type, int32_t sample_count,
+                 int64_t interval_ms);
 /* Bind a handle to an initialised block (the block is not owned). */
 int sw__la_bind(sw_leap_array *la, sw__la_block *blk, const sw_bucket_type *type, void *ctx);
 /* Copy a vtable, zero-filling members beyond its struct_size. */

@@ -76,11 +76,12 @@ int sw__metric_check(const void *mem, int32_t sample_count, int64_t interval_ms,
       h->future_off != h->main_off + sw__la_block_size(sample_count, bucket) ||
       h->total_size != sw__metric_size(sample_count, occupiable, stripes))
     return sw__fail(SW_ECORRUPT, "metric header does not match its geometry");
-  int rc = sw__la_check((const sw__la_block *)((const char *)mem + h->main_off), sample_count,
-                        interval_ms, bucket);
+  sw_bucket_type vt = sw__metric_vt(occupiable, stripes);
+  int rc = sw__la_check((const sw__la_block *)((const char *)mem + h->main_off), &vt,
+                        sample_count, interval_ms);
   if (rc == SW_OK && occupiable)
-    rc = sw__la_check((const sw__la_block *)((const char *)mem + h->future_off), sample_count,
-                      interval_ms, sizeof(sw__mb_stripe));
+    rc = sw__la_check((const sw__la_block *)((const char *)mem + h->future_off),
+                      &sw__future_type, sample_count, interval_ms);
   return rc;
 }
 

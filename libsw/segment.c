@@ -50,11 +50,6 @@ struct sw_segment {
   char *path;
 };
 
-/* FNV-1a over bytes. */
-static uint64_t sw__fnv(const void *p, size_t n, uint64_t h) {
-  for (const unsigned char *b = p; n--; b++) h = (h ^ *b) * UINT64_C(1099511628211);
-  return h;
-}
 
 /* Changes whenever a block's layout changes: sizes and key offsets of every
  * structure that lives in a segment, and of the pthread mutex. */
@@ -66,7 +61,7 @@ static uint64_t sw__fingerprint(void) {
       sizeof(sw__mb_stripe),        sizeof(pthread_mutex_t),    sizeof(sw__rule),
       offsetof(sw__la_block, reset_lock), SW__LA_LAYOUT_VERSION, SW__REGISTRY_LAYOUT_VERSION,
       SW_CACHE_LINE};
-  return sw__fnv(v, sizeof v, UINT64_C(14695981039346656037));
+  return sw__fnv(v, sizeof v, SW__FNV_BASIS);
 }
 
 static void sw__boot_id(char out[40]) {
@@ -120,7 +115,7 @@ static int sw__seg_init(sw__seg_hdr *h, uint64_t size, const sw__seg_config *cfg
   h->total_size = size;
   h->registry_off = sw__round_up(sizeof *h, SW_CACHE_LINE);
   h->config = *cfg;
-  h->config_sum = sw__fnv(&h->config, sizeof h->config, UINT64_C(14695981039346656037));
+  h->config_sum = sw__fnv(&h->config, sizeof h->config, SW__FNV_BASIS);
   sw__boot_id(h->boot_id);
   h->creator_pid = (uint32_t)getpid();
   struct timespec ts;
@@ -150,7 +145,7 @@ static int sw__seg_validate(const sw__seg_hdr *h, uint64_t size, const sw__seg_c
     return sw__fail(SW_EVERSION, "segment %s was laid out by another libsw version "
                     "(layout 0x%016llx, this one 0x%016llx)", name,
                     (unsigned long long)h->fingerprint, (unsigned long long)sw__fingerprint());
-  if (h->config_sum != sw__fnv(&h->config, sizeof h->config, UINT64_C(14695981039346656037)))
+  if (h->config_sum != sw__fnv(&h->config, sizeof h->config, SW__FNV_BASIS))
     return sw__fail(SW_ECORRUPT, "segment %s: configuration checksum mismatch", name);
   if (h->total_size != size || h->registry_off != sw__round_up(sizeof *h, SW_CACHE_LINE) ||
       h->total_size != h->registry_off + sw__registry_size(h->config.capacity, &h->config.geom))

@@ -1106,6 +1106,14 @@ static void bad_sw_leap_array_attach(void) {
   ck_assert_int_eq(sw_leap_array_init_at(mem, (uint64_t)need, &plain, 10, 1000, 0), SW_OK);
   EXPECT(sw_leap_array_attach(&la, mem, (uint64_t)need - 1, &plain, NULL), SW_ECORRUPT);
   EXPECT(sw_leap_array_attach(&la, mem, (uint64_t)need, &other, NULL), SW_ECORRUPT);
+  /* same size, another type: its callbacks would misread the buckets */
+  sw_bucket_type renamed = plain_type();
+  renamed.name = "test.renamed";
+  EXPECT(sw_leap_array_attach(&la, mem, (uint64_t)need, &renamed, NULL), SW_ETYPE);
+  EXPECT(sw_leap_array_attach(&la, mem + 8, (uint64_t)need - 8, &plain, NULL), SW_EINVAL);
+  int junk[64] = {0};
+  EXPECT(sw_leap_array_attach(&la, mem, (uint64_t)need, sw_bucket_type_find(SW_TYPE_METRIC), junk),
+         SW_EINVAL);
   bad_vtable bad[32];
   size_t nbad = bad_vtables(bad);
   for (size_t i = 0; i < nbad; i++) {
@@ -1125,7 +1133,8 @@ static void bad_sw_leap_array_attach(void) {
       NOTE("header byte %d ^ 0x%02x", byte, flips[f]);
       mark_point();
       int rc = sw_leap_array_attach(&la, mem, (uint64_t)need, &plain, NULL);
-      ck_assert_msg(rc == SW_OK || rc == SW_EFOREIGN || rc == SW_EVERSION || rc == SW_ECORRUPT,
+      ck_assert_msg(rc == SW_OK || rc == SW_EFOREIGN || rc == SW_EVERSION || rc == SW_ECORRUPT ||
+                        rc == SW_ETYPE,
                     "[%s] attach with %s returned %s", cur_fn, note, sw_err_name(rc));
       if (rc == SW_OK) {
         sw_window w[10];

@@ -227,8 +227,9 @@ SW_API int64_t sw_leap_array_layout_size(const sw_bucket_type *type, int32_t sam
 SW_API int sw_leap_array_init_at(void *mem, uint64_t size, const sw_bucket_type *type,
                                  int32_t sample_count, int64_t interval_ms, uint32_t flags);
 /* A handle on the array initialised at mem (by any process), checked
- * against the type and its own header: SW_EFOREIGN, SW_EVERSION,
- * SW_ECORRUPT. sw_leap_array_free releases the handle, not the memory. */
+ * against its own header and the type it was laid out for: SW_EFOREIGN,
+ * SW_EVERSION, SW_ECORRUPT, SW_ETYPE. sw_leap_array_free releases the
+ * handle, not the memory. */
 SW_API int sw_leap_array_attach(sw_leap_array **out, void *mem, uint64_t size,
                                 const sw_bucket_type *type, void *ctx);
 
