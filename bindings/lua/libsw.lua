@@ -52,7 +52,10 @@ typedef enum sw_option {
   SW_OPT_OCCUPY_TIMEOUT_MS = 8, SW_OPT_GRADE = 9, SW_OPT_BEHAVIOR = 10,
   SW_OPT_THRESHOLD = 11, SW_OPT_MAX_QUEUE_MS = 12, SW_OPT_WARM_UP_SEC = 13,
   SW_OPT_COLD_FACTOR = 14, SW_OPT_STRICT = 15, SW_OPT_SEGMENT_MODE = 16,
-  SW_OPT_SEGMENT_UID = 17, SW_OPT_SEGMENT_GID = 18
+  SW_OPT_SEGMENT_UID = 17, SW_OPT_SEGMENT_GID = 18, SW_OPT_CLUSTER = 19,
+  SW_OPT_CLUSTER_LEASE = 20, SW_OPT_CLUSTER_FAILURE = 21, SW_OPT_CLUSTER_NODES = 22,
+  SW_OPT_CLUSTER_TIMEOUT_MS = 23, SW_OPT_CLUSTER_RETRY_MS = 24,
+  SW_OPT_CLUSTER_LOW_WATER_PCT = 25, SW_OPT_DRY_RUN = 26
 } sw_option;
 int sw_options_create(sw_options **out);
 void sw_options_free(sw_options *opts);
@@ -72,6 +75,7 @@ double sw_node_block_qps_at(const sw_node *node, int64_t t);
 double sw_node_success_qps_at(const sw_node *node, int64_t t);
 double sw_node_exception_qps_at(const sw_node *node, int64_t t);
 double sw_node_total_qps_at(const sw_node *node, int64_t t);
+double sw_node_would_block_qps_at(const sw_node *node, int64_t t);
 double sw_node_avg_rt_at(const sw_node *node, int64_t t);
 double sw_node_min_rt_at(const sw_node *node, int64_t t);
 int64_t sw_node_total_request_at(const sw_node *node, int64_t t);
@@ -89,7 +93,9 @@ typedef struct sw_decision {
   int64_t wait_ms;
   int64_t retry_after_ms;
   int64_t remaining;
-  int64_t reserved[4];
+  int32_t would_block;
+  int32_t reserved32;
+  int64_t reserved[3];
 } sw_decision;
 int sw_limiter_create(sw_limiter **out, const sw_options *opts);
 void sw_limiter_free(sw_limiter *l);
@@ -100,6 +106,23 @@ int sw_limiter_exit(sw_limiter *l, int64_t rt_ms, int64_t n, uint32_t flags);
 int sw_limiter_exit_at(sw_limiter *l, int64_t t, int64_t rt_ms, int64_t n, uint32_t flags);
 int sw_limiter_set_rule(sw_limiter *l, const sw_options *rule);
 int sw_limiter_get_rule(const sw_limiter *l, sw_options *opts);
+int sw_limiter_set_dry_run(sw_limiter *l, int on);
+
+typedef struct sw_lease_call {
+  int64_t threshold; int64_t want; int64_t bucket_ms; int64_t refund;
+  int64_t refund_bucket; int32_t buckets; int32_t target; int64_t started_ms;
+  int64_t reserved[2];
+} sw_lease_call;
+typedef struct sw_lease_info {
+  int64_t calls; int64_t granted; int64_t tokens; int64_t offset_ms;
+  int64_t down_since_ms; int32_t up; int32_t need; int64_t reserved[2];
+} sw_lease_info;
+const char *sw_lease_script(void);
+int sw_lease_next_call(sw_limiter *l, int64_t t, sw_lease_call *call);
+int sw_lease_apply(sw_limiter *l, int64_t t, const sw_lease_call *call, int64_t bucket,
+                   int64_t granted, int64_t redis_now_ms);
+int sw_lease_failed(sw_limiter *l, int64_t t, const sw_lease_call *call);
+int sw_lease_stats(const sw_limiter *l, int64_t t, sw_lease_info *info);
 
 typedef struct sw_registry sw_registry;
 int sw_registry_create(sw_registry **out, uint32_t capacity, const sw_options *opts);
@@ -157,6 +180,18 @@ local BEHAVIORS = {
 }
 local BEHAVIOR_NAMES = { [0] = "reject", "warm_up", "pacing", "warm_up_pacing" }
 M.BEHAVIORS = BEHAVIORS
+
+-- cluster = { lease = L, nodes = n, failure = "local" | "open" | "closed",
+--   timeout = s, retry = s, low_water_pct = p } (docs/cluster.md); keys
+-- listed in CLUSTER_OTHER belong to the caller (resty.libsw: the Redis address)
+local CLUSTER_KEYS = {
+  lease = "cluster_lease", nodes = "cluster_nodes", failure = "cluster_failure",
+  timeout = "cluster_timeout_ms", retry = "cluster_retry_ms",
+  low_water_pct = "cluster_low_water_pct",
+}
+local CLUSTER_OTHER = { redis = true, interval = true, database = true, password = true }
+local FAILURES = { ["local"] = 0, open = 1, closed = 2 }
+local FAILURE_NAMES = { [0] = "local", "open", "closed" }
 
 local ABI_MAJOR = 0 -- the major version of libsw this binding was written for
 
@@ -325,6 +360,33 @@ local function build(C, path)
       r.cold_factor = o.cold_factor
     end
     if o.strict ~= nil then r.strict = o.strict and 1 or 0 end
+    if o.dry_run ~= nil then r.dry_run = o.dry_run and 1 or 0 end
+    local c = o.cluster
+    if c ~= nil and c ~= false then
+      if c ~= true and type(c) ~= "table" then
+        return nil, "cluster must be true or a table of cluster options"
+      end
+      r.cluster = 1
+      if type(c) == "table" then
+        for k, v in pairs(c) do
+          local key = CLUSTER_KEYS[k]
+          if key == nil then
+            if not CLUSTER_OTHER[k] then return nil, "unknown cluster option " .. tostring(k) end
+          elseif k == "failure" then
+            r.cluster_failure = FAILURES[v]
+            if r.cluster_failure == nil then
+              return nil, "cluster failure must be local, open or closed, not " .. tostring(v)
+            end
+          elseif type(v) ~= "number" then
+            return nil, "cluster " .. k .. " must be a number"
+          elseif k == "timeout" or k == "retry" then
+            r[key] = floor(v * 1000 + 0.5)
+          else
+            r[key] = v
+          end
+        end
+      end
+    end
     return r
   end
 
@@ -332,7 +394,12 @@ local function build(C, path)
     { "grade", C.SW_OPT_GRADE }, { "behavior", C.SW_OPT_BEHAVIOR },
     { "threshold", C.SW_OPT_THRESHOLD, true }, { "max_queue_ms", C.SW_OPT_MAX_QUEUE_MS },
     { "warm_up_sec", C.SW_OPT_WARM_UP_SEC }, { "cold_factor", C.SW_OPT_COLD_FACTOR },
-    { "strict", C.SW_OPT_STRICT },
+    { "strict", C.SW_OPT_STRICT }, { "dry_run", C.SW_OPT_DRY_RUN },
+    { "cluster", C.SW_OPT_CLUSTER }, { "cluster_lease", C.SW_OPT_CLUSTER_LEASE },
+    { "cluster_failure", C.SW_OPT_CLUSTER_FAILURE }, { "cluster_nodes", C.SW_OPT_CLUSTER_NODES },
+    { "cluster_timeout_ms", C.SW_OPT_CLUSTER_TIMEOUT_MS },
+    { "cluster_retry_ms", C.SW_OPT_CLUSTER_RETRY_MS },
+    { "cluster_low_water_pct", C.SW_OPT_CLUSTER_LOW_WATER_PCT },
   }
 
   local function seconds_to_ms(v, name)
@@ -487,7 +554,8 @@ local function build(C, path)
   Limiter.handle = handle
 
   -- Decide an entry on handle l: verdict, wait_s, retry_after_s, remaining,
-  -- borrowed, or nil, message, code.
+  -- borrowed, would_block (a dry-run rule let through what it would have
+  -- blocked: the verdict is "pass"), or nil, message, code.
   local function entry_handle(self, l, n, prioritized)
     local flags = prioritized and 1 or 0
     local clock = self._clock
@@ -500,6 +568,10 @@ local function build(C, path)
     if rc ~= 0 then return nil, errmsg(rc), rc end
     local v = dec.verdict
     if v == 0 then
+      if dec.would_block ~= 0 then
+        local ra = tonumber(dec.retry_after_ms)
+        return "pass", 0, ra < 0 and huge or ra / 1000, tonumber(dec.remaining), false, true
+      end
       return "pass", 0, 0, tonumber(dec.remaining), dec.borrowed ~= 0
     elseif v == 2 then
       return "wait", tonumber(dec.wait_ms) / 1000, 0, tonumber(dec.remaining),
@@ -512,8 +584,9 @@ local function build(C, path)
 
   -- The lean pair for integrations that keep handles themselves
   -- (resty.libsw): decide(l, t, n, flags) returns the verdict code (0 pass,
-  -- 1 block, 2 wait) with wait_ms or retry_after_ms, or a negative sw_err
-  -- code; finish(l, t, rt_ms, failed) returns 0 or a negative code. t is
+  -- 1 block, 2 wait) with wait_ms or retry_after_ms (and, for a pass that a
+  -- dry-run rule would have blocked, 0, retry_after_ms, true), or a
+  -- negative sw_err code; finish(l, t, rt_ms, failed) returns 0 or a negative code. t is
   -- the time in ms, or nil for libsw's clock. api.error_message(code)
   -- gives the message of a failure, right after it.
   local function decide(l, t, n, flags)
@@ -525,7 +598,10 @@ local function build(C, path)
     end
     if rc ~= 0 then return rc end
     local v = dec.verdict
-    if v == 0 then return 0 end
+    if v == 0 then
+      if dec.would_block ~= 0 then return 0, 0, tonumber(dec.retry_after_ms), true end
+      return 0
+    end
     if v == 2 then return 2, tonumber(dec.wait_ms) end
     return 1, 0, tonumber(dec.retry_after_ms)
   end
@@ -543,6 +619,59 @@ local function build(C, path)
   end
   api.finish = finish
   api.error_message = errmsg
+
+  -- ------------------------------------------------------- cluster leases
+  -- For whoever talks to Redis for cluster rules (resty.libsw's refiller,
+  -- docs/cluster.md): next_call says what to send, apply takes the reply
+  -- of the lease script, failed reports a timeout or an error. t: libsw's
+  -- clock, ms (api.now_ms()).
+
+  function api.lease_script()
+    return ffi_string(C.sw_lease_script())
+  end
+
+  -- A new sw_lease_call when l needs a Redis call now (it is then claimed:
+  -- one call at a time across processes), false when not, or nil, message,
+  -- code.
+  function api.lease_next_call(l, t)
+    local call = ffi_new("sw_lease_call")
+    local rc = C.sw_lease_next_call(l, t, call)
+    if rc < 0 then return nil, errmsg(rc), rc end
+    return rc == 1 and call
+  end
+
+  -- The arguments of the script call (ARGV: threshold, want, bucket_ms,
+  -- buckets, target, refund, refund_bucket), as decimal strings.
+  local function dec_string(v) return (tostring(v):gsub("U?LL$", "")) end
+  function api.lease_args(call)
+    return dec_string(call.threshold), dec_string(call.want), dec_string(call.bucket_ms),
+      dec_string(call.buckets), dec_string(call.target), dec_string(call.refund),
+      dec_string(call.refund_bucket)
+  end
+
+  function api.lease_apply(l, t, call, bucket, granted, redis_now_ms)
+    local rc = C.sw_lease_apply(l, t, call, bucket, granted, redis_now_ms)
+    if rc ~= 0 then return nil, errmsg(rc), rc end
+    return true
+  end
+
+  function api.lease_failed(l, t, call)
+    local rc = C.sw_lease_failed(l, t, call)
+    if rc ~= 0 then return nil, errmsg(rc), rc end
+    return true
+  end
+
+  local lease_info = ffi_new("sw_lease_info")
+  function api.lease_stats(l, t)
+    local rc = C.sw_lease_stats(l, t or C.sw_now_ms(), lease_info)
+    if rc ~= 0 then return nil, errmsg(rc), rc end
+    local i = lease_info
+    return {
+      calls = tonumber(i.calls), granted = tonumber(i.granted), tokens = tonumber(i.tokens),
+      offset_ms = tonumber(i.offset_ms), down_since_ms = tonumber(i.down_since_ms),
+      up = i.up ~= 0, need = i.need ~= 0,
+    }
+  end
 
   -- verdict, wait_s, retry_after_s, remaining, borrowed
   -- or nil, message, code
@@ -616,6 +745,7 @@ local function build(C, path)
       success_qps = tonumber(C.sw_node_success_qps_at(node, t)),
       exception_qps = tonumber(C.sw_node_exception_qps_at(node, t)),
       total_qps = tonumber(C.sw_node_total_qps_at(node, t)),
+      would_block_qps = tonumber(C.sw_node_would_block_qps_at(node, t)),
       avg_rt = tonumber(C.sw_node_avg_rt_at(node, t)) / 1000,
       min_rt = tonumber(C.sw_node_min_rt_at(node, t)) / 1000,
       concurrency = tonumber(C.sw_node_concurrency(node)),
@@ -632,6 +762,8 @@ local function build(C, path)
       s.threshold = rv.threshold
       s.grade = rv.grade == 0 and "concurrency" or "qps"
       s.behavior = BEHAVIOR_NAMES[rv.behavior]
+      s.dry_run = rv.dry_run ~= 0
+      if rv.cluster ~= 0 then s.lease = api.lease_stats(l, t) end
     end
     return s
   end
@@ -724,10 +856,60 @@ local function build(C, path)
     local o = {
       behavior = BEHAVIOR_NAMES[rv.behavior], strict = rv.strict ~= 0,
       max_queue = rv.max_queue_ms / 1000, warm_up = rv.warm_up_sec,
-      cold_factor = rv.cold_factor,
+      cold_factor = rv.cold_factor, dry_run = rv.dry_run ~= 0,
     }
     if rv.grade == 0 then o.concurrency = rv.threshold else o.qps = rv.threshold end
+    if rv.cluster ~= 0 then
+      o.cluster = {
+        lease = rv.cluster_lease, nodes = rv.cluster_nodes,
+        failure = FAILURE_NAMES[rv.cluster_failure],
+        timeout = rv.cluster_timeout_ms / 1000, retry = rv.cluster_retry_ms / 1000,
+        low_water_pct = rv.cluster_low_water_pct,
+      }
+    end
     return o
+  end
+
+  -- Switch dry-run on or off (the rest of the rule stays), for a single
+  -- limiter at once and for the keys this process has used; other keys
+  -- take it on their first use here.
+  function Limiter:set_dry_run(on)
+    if type(on) ~= "boolean" then return nil, "set_dry_run needs true or false", M.EINVAL end
+    local targets = {}
+    if self._l ~= nil then
+      targets[1] = self._l
+    elseif self._cache then
+      for _, l in pairs(self._cache) do targets[#targets + 1] = l end
+    else
+      return nil, "limiter is closed", M.ESTATE
+    end
+    for i = 1, #targets do
+      local rc = C.sw_limiter_set_dry_run(targets[i], on and 1 or 0)
+      if rc ~= 0 then return nil, errmsg(rc), rc end
+    end
+    local rc = C.sw_options_set(self._opts, C.SW_OPT_DRY_RUN, on and 1 or 0)
+    if rc ~= 0 then return nil, errmsg(rc), rc end
+    self._rule_values = rule_values(self._opts)
+    self._sync = self._reg ~= nil
+    return true
+  end
+
+  -- Every limiter handle of this limiter with its name (the registry's
+  -- names; "" for a single limiter), for integrations that drive cluster
+  -- leases (resty.libsw).
+  function Limiter:each_handle()
+    local list = {}
+    if self._l ~= nil then
+      list[1] = { "", self._l }
+    elseif self._reg ~= nil then
+      local n = C.sw_registry_count(self._reg)
+      for i = 0, n - 1 do
+        if C.sw_registry_at(self._reg, i, out_lim, out_name) == 0 then
+          list[#list + 1] = { ffi_string(out_name[0]), out_lim[0] }
+        end
+      end
+    end
+    return list
   end
 
   -- Release the C objects now (the GC does it otherwise). A shared segment

@@ -17,7 +17,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 
 # ------------------------------------------------------------ packages
-need_pkgs="luajit2 lua-busted nginx-core libnginx-mod-http-lua lua-resty-core curl procps"
+need_pkgs="luajit2 lua-busted nginx-core libnginx-mod-http-lua lua-resty-core lua-nginx-redis redis-server curl procps"
 missing=""
 for p in $need_pkgs; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -14,6 +14,7 @@
 -- path. See docs/openresty.md.
 
 local libsw = require "libsw"
+local cluster = require "resty.libsw.cluster"
 
 local ngx = ngx
 local type, tostring, pairs, setmetatable, error = type, tostring, pairs, setmetatable, error
@@ -117,6 +118,7 @@ local function open(self, create, reset)
     if key == OVERFLOW then return OVERFLOW_NAME end
     return key_name(key)
   end
+  self.redis_name = o.key_name -- a key's name in Redis too (cluster limits)
   return libsw.limiter(o)
 end
 
@@ -140,6 +142,12 @@ end
 --                required for concurrency limits)
 --   user, group  owner of a new segment (names or uid / gid), mode (0600)
 --   reopen       true: each worker opens the segment again in init_worker()
+--   dry_run      true: count what would be blocked, block nothing
+--                (Limit:set_dry_run(bool) switches it at run time)
+--   cluster      { redis = "host:port", lease = L, nodes = n, failure =
+--                "local" | "open" | "closed", timeout = s, retry = s,
+--                interval = s, password = ..., database = n }: a budget for
+--                the whole fleet, leased from Redis by init_worker()'s timer
 --   lib          path of libsw.so (default: $SW_LIB, package.cpath)
 function _M.define(name, opts)
   if type(name) ~= "string" or not find(name, "^[%w_.%-]+$") or #name > 40 then
@@ -149,6 +157,8 @@ function _M.define(name, opts)
   if type(opts) ~= "table" then return nil, "options must be a table" end
   local ok, err = libsw.load(opts.lib)
   if not ok then return nil, err end
+  ok, err = cluster.check(opts)
+  if not ok then return nil, "libsw: limit " .. name .. ": " .. err end
   local on_full = opts.on_full or "open"
   if not ON_FULL[on_full] then
     return nil, "on_full must be open, closed or overflow, not " .. tostring(on_full)
@@ -211,22 +221,36 @@ function _M.get(name)
   return self
 end
 
--- init_worker(): for limits defined with reopen = true, open the segment
--- again in this worker (by name, not creating it). Optional: by default
--- workers use the mapping they inherited from the master.
+-- init_worker(): start the Redis refill timer of cluster limits in this
+-- worker (required for them), and for limits defined with reopen = true,
+-- open the segment again in this worker (by name, not creating it; by
+-- default workers use the mapping they inherited from the master).
 function _M.init_worker()
+  local ok, err = true, nil
   for name, self in pairs(limits) do
     if self.opts.reopen then
-      local lim, err = open(self, false, false)
+      local lim, e = open(self, false, false)
       if not lim then
-        log(ngx.ERR, "libsw: limit ", name, ": cannot reopen in this worker: ", err)
+        log(ngx.ERR, "libsw: limit ", name, ": cannot reopen in this worker: ", e)
       else
         self.lim, self.handles = lim, {}
         self.pid = libsw.getpid()
       end
     end
+    if self.opts.cluster and not self.refill_state then
+      local started, e = cluster.start(self)
+      if not started then
+        log(ngx.ERR, e)
+        ok, err = nil, e
+      end
+    end
   end
-  return true
+  return ok, err
+end
+
+-- Switch dry-run on or off for every key of the limit (statistics kept).
+function Limit:set_dry_run(on)
+  return self.lim:set_dry_run(on)
 end
 
 -- ------------------------------------------------------------- hot path
@@ -307,7 +331,9 @@ end
 -- keys): on PASS return true; on WAIT sleep (ngx.sleep) then return true;
 -- on BLOCK send the status with Retry-After and end the request
 -- (ngx.exit). Returns false only when the request passes unlimited
--- (on_full = "open", or an error, which is logged).
+-- (on_full = "open", or an error, which is logged). With a dry-run rule
+-- nothing is blocked: a request the rule would have blocked returns true,
+-- true (and counts as "would block" in the statistics).
 local function access(self, key)
   if key == nil then
     local var = self.key_var
@@ -327,10 +353,10 @@ local function access(self, key)
     self.handles[key] = l
   end
   local clock = self.clock
-  local v, wait_ms, retry_ms = decide(l, clock and clock() or nil, 1, 0)
+  local v, wait_ms, retry_ms, would_block = decide(l, clock and clock() or nil, 1, 0)
   if v == 0 then
     if self.exit then record(self, l) end
-    return true
+    return true, would_block
   end
   if v == 1 then
     if self.retry_after and retry_ms >= 0 then

@@ -7,8 +7,10 @@
 -- of 200 and 429 answers and every Retry-After; then reloads nginx (state
 -- kept) and reloads it with reset = true (fresh), within the same window.
 -- Also: pacing (ngx.sleep on WAIT), the capacity policies, workers that
--- reopen the segment by name (as the worker user). nginx is bounded by
--- `timeout` and stopped by its master's PID.
+-- reopen the segment by name (as the worker user), a dry-run limit, and a
+-- cluster limit leased from a redis-server of the test's own (skipped
+-- without redis-server). nginx and redis-server are bounded by `timeout`
+-- and stopped by their PIDs.
 --
 -- Why the counts are exact: the limit is qps = 1 over ONE window of 20 s
 -- (interval = 20, windows = 1), i.e. a tumbling window admitting exactly
@@ -97,9 +99,34 @@ local tag = ("%d_%d"):format(libsw.getpid(), math.random(1, 1e6))
 local SEG = {
   burst = "libsw_t_burst_" .. tag, pace = "libsw_t_pace_" .. tag,
   tiny = "libsw_t_tiny_" .. tag, tinyopen = "libsw_t_open_" .. tag,
-  reopen = "libsw_t_reopen_" .. tag,
+  reopen = "libsw_t_reopen_" .. tag, dry = "libsw_t_dry_" .. tag,
+  fleet = "libsw_t_fleet_" .. tag,
 }
+local FLEET_QPS = 10 -- the fleet's budget per 1 s window (2 buckets of 500 ms)
 local root = libsw.geteuid() == 0
+
+-- a redis-server of the test's own for the cluster limit (none: skipped)
+local redis_port, redis_pid
+if sh("command -v redis-server; command -v redis-cli"):find("redis%-cli") then
+  for _ = 1, 5 do
+    local p = math.random(20000, 60000)
+    local pid = tonumber(sh(("timeout 600 redis-server --port %d --bind 127.0.0.1 --save '' "
+      .. "--appendonly no --daemonize no > %s/logs/redis.log 2>&1 & echo $!"):format(p, prefix)))
+    for _ = 1, 100 do
+      if sh(("redis-cli -p %d ping"):format(p)):find("PONG") then redis_port = p break end
+      sleep(0.05)
+    end
+    if redis_port then
+      -- the server's own PID ($! is timeout's, which SIGKILL would not pass on)
+      redis_pid = tonumber(sh(("redis-cli -p %d info server"):format(p)):match("process_id:(%d+)"))
+      break
+    end
+    os.execute("kill " .. pid .. " 2>/dev/null")
+  end
+  assert(redis_port, "redis-server did not start")
+else
+  print("# redis-server not installed: the cluster limit is not tested")
+end
 local worker_user = root and "nobody" or nil
 local worker_group = root and (exists("/etc/group") and read("/etc/group"):find("\nnogroup:")
                                and "nogroup" or "nobody") or nil
@@ -120,6 +147,7 @@ env SW_LIB;
 events { worker_connections 256; }
 http {
   access_log off;
+  lua_socket_log_errors off; # Redis down is logged once by resty.libsw, not per connect
   client_body_temp_path PREFIX/client_body;
   proxy_temp_path PREFIX/proxy;
   fastcgi_temp_path PREFIX/fastcgi;
@@ -139,6 +167,11 @@ http {
     assert(limits.define("tinyopen", { qps = 100, capacity = 1, segment = "SEG_OPEN" }))
     assert(limits.define("reopen", { qps = 1000, reopen = true, USEROPT
                                      segment = "SEG_REOPEN" }))
+    assert(limits.define("dry", { qps = 1, interval = 1, windows = 1, dry_run = true,
+                                  segment = "SEG_DRY" }))
+    assert(limits.define("fleet", { qps = FLEET_QPS, segment = "SEG_FLEET",
+                                    cluster = { redis = "127.0.0.1:REDIS_PORT", lease = 2,
+                                                failure = "closed" } }))
   }
   init_worker_by_lua_block { require("resty.libsw").init_worker() }
   log_by_lua_block { require("resty.libsw").log() }
@@ -164,6 +197,14 @@ http {
       access_by_lua_block { require("resty.libsw").limit("tinyopen", ngx.var.arg_k) }
       content_by_lua_block { ngx.say("ok") }
     }
+    location = /dry {
+      access_by_lua_block { require("resty.libsw").limit("dry") }
+      content_by_lua_block { ngx.say("ok") }
+    }
+    location = /fleet {
+      access_by_lua_block { require("resty.libsw").limit("fleet") }
+      content_by_lua_block { ngx.say("ok") }
+    }
     location = /reopen {
       access_by_lua_block { require("resty.libsw").limit("reopen") }
       content_by_lua_block {
@@ -179,7 +220,8 @@ http {
         local key = ngx.var.arg_byaddr and ngx.var.binary_remote_addr or nil
         local s, err = require("resty.libsw").stats(ngx.var.arg_limit, key)
         if not s then ngx.say("error ", err) return end
-        ngx.say(s.pass, " ", s.block, " ", s.concurrency, " ", s.total_success)
+        ngx.say(s.pass, " ", s.block, " ", s.concurrency, " ", s.total_success, " ",
+                s.would_block_qps, " ", s.lease and (s.lease.up and "up" or "down") or "-")
       }
     }
   }
@@ -189,6 +231,8 @@ http {
     :gsub("BINDINGS", here):gsub("RESTY", resty_dir):gsub("SWLIB", SW_LIB)
     :gsub("SEG_BURST", SEG.burst):gsub("SEG_PACE", SEG.pace):gsub("SEG_TINY", SEG.tiny)
     :gsub("SEG_OPEN", SEG.tinyopen):gsub("SEG_REOPEN", SEG.reopen)
+    :gsub("SEG_DRY", SEG.dry):gsub("SEG_FLEET", SEG.fleet)
+    :gsub("FLEET_QPS", tostring(FLEET_QPS)):gsub("REDIS_PORT", tostring(redis_port or 1))
     :gsub("RESET", tostring(reset)):gsub("GEN", tostring(gen)):gsub("PORT", tostring(port))
 end
 
@@ -307,9 +351,9 @@ end
 
 local function stats(limit, byaddr)
   local s = get("/stats?limit=" .. limit .. (byaddr and "&byaddr=1" or ""))
-  local p, b, c, su = s:match("^(%d+) (%d+) (%d+) (%d+)")
+  local p, b, c, su, wb, up = s:match("^(%d+) (%d+) (%d+) (%d+) (%S+) (%S+)")
   return { pass = tonumber(p), block = tonumber(b), concurrency = tonumber(c),
-           success = tonumber(su), raw = s }
+           success = tonumber(su), would_block_qps = tonumber(wb), lease = up, raw = s }
 end
 
 -- ------------------------------------------------------------------- run
@@ -399,9 +443,11 @@ local ok, err = pcall(function()
       if line:find("(deleted)", 1, true) then deleted = deleted + 1 end
     end
   end
-  check(mapped == 5 and deleted == 0,
-        "master maps each of the 5 segments once after 2 reloads (%d mappings, %d deleted)",
-        mapped, deleted)
+  local nseg = 0
+  for _ in pairs(SEG) do nseg = nseg + 1 end
+  check(mapped == nseg and deleted == 0,
+        "master maps each of the %d segments once after 2 reloads (%d mappings, %d deleted)",
+        nseg, mapped, deleted)
   local t_end = libsw.now_ms()
   check(t_end < window_end, "all within one window (%d ms to spare)", window_end - t_end)
 
@@ -435,6 +481,63 @@ local ok, err = pcall(function()
     local owner = sh("stat -c %U /dev/shm/" .. SEG.reopen):match("%S+")
     check(owner == worker_user, "segment owned by the worker user %s (%s)", worker_user, owner)
   end
+
+  -- dry-run: 1 request per 1 s window; all 5 pass, 4 counted as would-block
+  -- (3 if the burst crossed into a new window)
+  res = burst("/dry", 5, 5)
+  local dry200 = 0
+  for _, r in ipairs(res) do if r.code == 200 then dry200 = dry200 + 1 end end
+  s = stats("dry")
+  local would = math.floor((s.would_block_qps or 0) + 0.5)
+  check(dry200 == 5 and s.pass == 5 and s.block == 0 and (would == 4 or would == 3),
+        "dry-run: 5 x 200, pass %s block %s, %d would-block", s.pass, s.block, would)
+
+  if redis_port then
+    -- cluster: both workers lease the budget from Redis, 2 tokens at a time
+    get("/fleet") -- the first entry asks for a lease
+    wait_for("the fleet lease", 10, function() return stats("fleet").lease == "up" end)
+    res = burst("/fleet", 40, 10)
+    local f200, f429 = 0, 0
+    for _, r in ipairs(res) do
+      if r.code == 200 then f200 = f200 + 1 elseif r.code == 429 then f429 = f429 + 1 end
+    end
+    local hash = sh(("redis-cli -p %d --raw HGETALL %q"):format(redis_port, "sw:{fleet/~=fleet}"))
+    local buckets, granted = {}, 0
+    local fields = {}
+    for v in hash:gmatch("%S+") do fields[#fields + 1] = tonumber(v) end
+    for i = 1, #fields - 1, 2 do
+      buckets[fields[i]] = fields[i + 1]
+      granted = granted + fields[i + 1]
+    end
+    local worst = 0
+    for b, n in pairs(buckets) do
+      local w = n + (buckets[b + 500] or 0)
+      if w > worst then worst = w end
+    end
+    print(("# fleet: %d x 200, %d x 429; Redis granted %d: %s"):format(f200, f429, granted,
+      hash:gsub("\n", " ")))
+    check(f200 + f429 == 40 and f200 >= 2, "cluster: %d x 200 and %d x 429 of 40", f200, f429)
+    check(worst <= FLEET_QPS, "cluster: no 1 s window of Redis time granted over %d (max %d)",
+          FLEET_QPS, worst)
+    check(f200 <= granted + 1, "cluster: admitted %d <= granted %d (+1 first entry)", f200,
+          granted)
+
+    -- Redis killed: within a timeout the failure policy (closed) refuses all
+    os.execute("kill -KILL " .. redis_pid)
+    sleep(1.2) -- the leased tokens were for a past bucket
+    get("/fleet") -- finds no tokens: a call fails, Redis counts as down
+    wait_for("the fleet to see Redis down", 10, function()
+      return stats("fleet").lease == "down"
+    end)
+    res = burst("/fleet", 10, 5)
+    local closed, ra1 = 0, 0
+    for _, r in ipairs(res) do
+      if r.code == 429 then closed = closed + 1 end
+      if r.retry_after == "1" then ra1 = ra1 + 1 end
+    end
+    check(closed == 10 and ra1 == 10, "cluster, Redis down: failure = closed refuses all "
+          .. "(%d x 429, %d with Retry-After: 1)", closed, ra1)
+  end
 end)
 if not ok then
   failures = failures + 1
@@ -443,6 +546,7 @@ end
 
 stop(master)
 check(not alive(master), "nginx stopped")
+if redis_pid then os.execute("kill -KILL " .. redis_pid .. " 2>/dev/null") end
 local log = read(prefix .. "/logs/error.log") or ""
 local bad = {}
 for line in log:gmatch("[^\n]+") do
