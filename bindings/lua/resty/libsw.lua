@@ -186,6 +186,7 @@ function _M.define(name, opts)
     exit = opts.exit ~= false,
     key_var = opts.key_var or false, -- fields set (false, not nil): no
     clock = opts.clock or false,     -- metatable lookups in the hot path
+    active = opts.cluster and {} or false, -- cluster: keys used since the last refill
     full_logged = -huge,
   }, Limit)
   if opts.key_var ~= nil and (type(opts.key_var) ~= "string" or opts.key_var == "") then
@@ -352,6 +353,8 @@ local function access(self, key)
     end
     self.handles[key] = l
   end
+  local active = self.active
+  if active then active[key] = l end
   local clock = self.clock
   local v, wait_ms, retry_ms, would_block = decide(l, clock and clock() or nil, 1, 0)
   if v == 0 then

@@ -24,6 +24,11 @@ local sub, find, match, format, byte = string.sub, string.find, string.match, st
 
 local _M = {}
 
+local ok_clear, clear = pcall(require, "table.clear")
+if not ok_clear then
+  clear = function(t) for k in pairs(t) do t[k] = nil end end
+end
+
 local DEFAULT_INTERVAL = 0.002 -- seconds between two refill rounds of a worker
 
 local function log(level, ...)
@@ -53,11 +58,15 @@ local function parse_address(addr)
   return host, port
 end
 
--- The calls due now for the keys this worker has used: { name, handle, call }.
+-- The calls due now for the keys this worker used since the last round
+-- ({ name, handle, call }): a lease runs short only by entries, and an
+-- entry that finds it short marks its key again, so idle keys cost nothing.
 local function due_calls(self, now)
   local due = {}
   local limit = self.limit
-  for key, l in pairs(limit.handles) do
+  local used = limit.active
+  limit.active, self.spare = self.spare, used
+  for key, l in pairs(used) do
     local call, err = libsw.lease_next_call(l, now)
     if call then
       due[#due + 1] = { limit.redis_name(key), l, call }
@@ -65,6 +74,7 @@ local function due_calls(self, now)
       log(ngx.ERR, "libsw: limit ", self.name, ": lease: ", err)
     end
   end
+  clear(used)
   return due
 end
 
@@ -182,7 +192,8 @@ function _M.start(limit)
   local script = libsw.lease_script()
   local state = {
     name = limit.name,
-    limit = limit, -- its handles (key -> sw_limiter) are those this worker used
+    limit = limit, -- limit.active: key -> sw_limiter used by this worker since the last round
+    spare = {},
     redis_addr = c.redis,
     host = host,
     port = port,
