@@ -522,6 +522,15 @@ local ok, err = pcall(function()
     check(f200 <= granted + 1, "cluster: admitted %d <= granted %d (+1 first entry)", f200,
           granted)
 
+    -- the script flushed (as by a Redis restart): NOSCRIPT, loaded again
+    sh(("redis-cli -p %d SCRIPT FLUSH"):format(redis_port))
+    sleep(1.1) -- a fresh budget
+    res = burst("/fleet", 10, 5)
+    local again200 = 0
+    for _, r in ipairs(res) do if r.code == 200 then again200 = again200 + 1 end end
+    check(again200 >= 2, "cluster: after SCRIPT FLUSH the script is loaded again (%d x 200 of 10)",
+          again200)
+
     -- Redis killed: within a timeout the failure policy (closed) refuses all
     os.execute("kill -KILL " .. redis_pid)
     sleep(1.2) -- the leased tokens were for a past bucket
