@@ -188,7 +188,8 @@ SW_API int sw_lease_next_call(sw_limiter *l, int64_t t, sw_lease_call *call) {
   uint64_t cur = atomic_load(&ls->slot[bno & 1]), next = atomic_load(&ls->slot[(bno + 1) & 1]);
   bool have = synced && sw__word_tag(cur) == sw__tag(bno);
   bool spent = have && atomic_load(&ls->spent_bucket) == bno * wl;
-  bool need = atomic_load(&ls->need) != 0;
+  int64_t need_since = atomic_load(&ls->need);
+  bool need = need_since != 0;
   bool low = !have ? (!synced || need)
                    : (!spent && sw__word_tokens(cur) * 100 < r.lease * r.low_water_pct);
   /* In the last quarter of a bucket, lease the next one, so that entries at
@@ -196,7 +197,13 @@ SW_API int sw_lease_next_call(sw_limiter *l, int64_t t, sw_lease_call *call) {
   bool ahead = synced && !low && (bno + 1) * wl - now <= wl / 4 &&
                sw__word_tag(next) != sw__tag(bno + 1) &&
                (need || (have && sw__word_tokens(cur) < r.lease)); /* the bucket is in use */
-  if (!low && !ahead && down == 0) return 0;
+  if (!low && !ahead && down == 0) {
+    /* Nothing to ask (tokens enough, or the fleet spent the bucket): an
+     * entry's request is answered, so it cannot grow old and pass for an
+     * abandoned lease. An entry asking meanwhile keeps its request. */
+    if (need) atomic_compare_exchange_strong(&ls->need, &need_since, 0);
+    return 0;
+  }
   if (!atomic_compare_exchange_strong(&ls->call_since, &since, t)) return 0;
   int32_t target = low || down != 0 ? 0 : 1;
   if (synced) sw__retire_slot(ls, bno + target, wl);

@@ -443,6 +443,27 @@ START_TEST(lease_abandoned_falls_back) {
 }
 END_TEST
 
+/* A request for tokens that the refiller looked at and found needless (the
+ * fleet spent the bucket) does not grow old: the next bucket's first entry
+ * waits for its refill, it does not take the lease for abandoned. */
+START_TEST(lease_spent_bucket_is_not_abandoned) {
+  sw_limiter *l = mk_limiter(200, 20, SW_CLUSTER_FAIL_CLOSED, 4, 1000);
+  sw_lease_call call;
+  ck_sw(sw_lease_next_call(l, 10000, &call), 1);
+  ck_ok(sw_lease_apply(l, 10000, &call, B0, 5, B0 + 100)); /* 5 of 20: the bucket is spent */
+  take(l, 10000, 5); /* below the low-water mark: a request for tokens */
+  ck_assert_int_eq(stats(l, 10000).need, 1);
+  ck_sw(sw_lease_next_call(l, 10001, &call), 0); /* spent: nothing to ask */
+  ck_assert_int_eq(stats(l, 10001).need, 0);
+  sw_decision d;
+  ck_ok(sw_limiter_entry_at(l, 11000, 1, 0, &d)); /* the next bucket, a quiet second later */
+  ck_assert_int_eq(d.verdict, SW_VERDICT_BLOCK);
+  ck_assert_int_eq(d.retry_after_ms, 1);
+  ck_assert_int_eq(stats(l, 11000).down_since_ms, 0);
+  sw_limiter_free(l);
+}
+END_TEST
+
 START_TEST(lease_retry_and_recovery) {
   sw_limiter *l = down_after_lease(SW_CLUSTER_FAIL_CLOSED); /* down since 10001, retry 1000 */
   sw_lease_call call;
@@ -1429,7 +1450,7 @@ int main(void) {
   SW_TCASE(s, "lease logic", lease_never_synced, lease_apply_fills_and_entries_take,
            lease_low_water_calls, lease_spent_bucket_blocks_until_next, lease_prefetch_and_refund,
            lease_failure_open, lease_failure_closed, lease_failure_local, lease_retry_and_recovery,
-           lease_abandoned_falls_back);
+           lease_abandoned_falls_back, lease_spent_bucket_is_not_abandoned);
   SW_TCASE(s, "script", script_grants_and_refunds, script_window_includes_next_bucket);
   SW_TCASE(s, "one redis-server", two_processes_share_one_budget, idle_limiter_stops_leasing);
   SW_TCASE(s, "failure", failure_sigkill_and_restart, noscript_reloads,

@@ -158,3 +158,30 @@ describe("cluster leases", function()
     assert.matches("redis.call", libsw.lease_script())
   end)
 end)
+
+describe("Redis Cluster slots (resty.libsw.slots)", function()
+  local slots = require "resty.libsw.slots"
+
+  it("computes Redis's CRC16 and key slots", function()
+    assert.equal(0x31C3, slots.crc16("123456789"))
+    assert.equal(12182, slots.of("foo")) -- CLUSTER KEYSLOT foo
+    assert.equal(5061, slots.of("bar"))
+    assert.equal(slots.of("user1000"), slots.of("{user1000}.following"))
+    assert.equal(slots.of("{}x"), slots.crc16("{}x") % 16384) -- an empty tag is no tag
+    assert.equal(slots.of("api/~=api"), slots.of("sw:{api/~=api}"))
+  end)
+
+  it("reads a CLUSTER SLOTS reply", function()
+    local map = assert(slots.map {
+      { 0, 5460, { "127.0.0.1", 7000, "id1" } },
+      { 5461, 16383, { "127.0.0.1", 7001, "id2" }, { "127.0.0.1", 7002, "id3" } },
+    })
+    assert.equal("127.0.0.1:7000", map[0])
+    assert.equal("127.0.0.1:7000", map[5460])
+    assert.equal("127.0.0.1:7001", map[5461])
+    assert.equal("127.0.0.1:7001", map[16383])
+    local ok, err = slots.map { { "x" } }
+    assert.is_nil(ok)
+    assert.matches("unexpected reply", err)
+  end)
+end)

@@ -100,32 +100,75 @@ local SEG = {
   burst = "libsw_t_burst_" .. tag, pace = "libsw_t_pace_" .. tag,
   tiny = "libsw_t_tiny_" .. tag, tinyopen = "libsw_t_open_" .. tag,
   reopen = "libsw_t_reopen_" .. tag, dry = "libsw_t_dry_" .. tag,
-  fleet = "libsw_t_fleet_" .. tag,
+  fleet = "libsw_t_fleet_" .. tag, fleetrc = "libsw_t_fleetrc_" .. tag,
 }
 local FLEET_QPS = 10 -- the fleet's budget per 1 s window (2 buckets of 500 ms)
 local root = libsw.geteuid() == 0
 
--- a redis-server of the test's own for the cluster limit (none: skipped)
-local redis_port, redis_pid
-if sh("command -v redis-server; command -v redis-cli"):find("redis%-cli") then
+-- redis-servers of the test's own for the cluster limits (none: skipped):
+-- one alone, and three masters of a Redis Cluster. Each is bounded by
+-- `timeout` and stopped by its own PID.
+local redis_pids = {}
+
+-- A redis-server on a free port (extra: more options): port, or nil.
+local function start_redis(extra)
   for _ = 1, 5 do
     local p = math.random(20000, 60000)
-    local pid = tonumber(sh(("timeout 600 redis-server --port %d --bind 127.0.0.1 --save '' "
-      .. "--appendonly no --daemonize no > %s/logs/redis.log 2>&1 & echo $!"):format(p, prefix)))
+    local pid = tonumber(sh(("cd %s && timeout 600 redis-server --port %d --bind 127.0.0.1 "
+      .. "--save '' --appendonly no --daemonize no %s > logs/redis-%d.log 2>&1 & echo $!"):format(
+        prefix, p, extra or "", p)))
     for _ = 1, 100 do
-      if sh(("redis-cli -p %d ping"):format(p)):find("PONG") then redis_port = p break end
+      if sh(("redis-cli -p %d ping"):format(p)):find("PONG") then
+        -- the server's own PID ($! is timeout's, which SIGKILL would not pass on)
+        local spid = tonumber(sh(("redis-cli -p %d info server"):format(p)):match("process_id:(%d+)"))
+        redis_pids[#redis_pids + 1] = spid
+        return p, spid
+      end
       sleep(0.05)
-    end
-    if redis_port then
-      -- the server's own PID ($! is timeout's, which SIGKILL would not pass on)
-      redis_pid = tonumber(sh(("redis-cli -p %d info server"):format(p)):match("process_id:(%d+)"))
-      break
     end
     os.execute("kill " .. pid .. " 2>/dev/null")
   end
+end
+
+local redis_port, redis_pid, rc_ports
+if sh("command -v redis-server; command -v redis-cli"):find("redis%-cli") then
+  redis_port, redis_pid = start_redis()
   assert(redis_port, "redis-server did not start")
+  rc_ports = {}
+  for i = 1, 3 do
+    rc_ports[i] = assert(start_redis(("--cluster-enabled yes --cluster-node-timeout 2000 "
+      .. "--cluster-config-file nodes-%d.conf"):format(i)), "cluster node did not start")
+  end
+  local out = sh(("redis-cli --cluster create 127.0.0.1:%d 127.0.0.1:%d 127.0.0.1:%d "
+    .. "--cluster-replicas 0 --cluster-yes"):format(rc_ports[1], rc_ports[2], rc_ports[3]))
+  assert(out:find("All 16384 slots covered"), "redis-cli --cluster create:\n" .. out)
+  for _, p in ipairs(rc_ports) do
+    for _ = 1, 200 do
+      if sh(("redis-cli -p %d cluster info"):format(p)):find("cluster_state:ok") then break end
+      sleep(0.05)
+    end
+  end
 else
-  print("# redis-server not installed: the cluster limit is not tested")
+  print("# redis-server not installed: the cluster limits are not tested")
+end
+
+-- The cluster node that holds key's slot, and one that does not.
+local function owner_and_other(key)
+  local owner, other
+  for _, p in ipairs(rc_ports) do
+    if sh(("redis-cli -p %d set %q probe"):format(p, key)):find("OK") then owner = p
+    else other = p end
+  end
+  return owner, other
+end
+
+-- The Redis Cluster limit's seeds: first a node without its key, so that
+-- the refiller must follow MOVED to the slot map.
+local rc_seeds, rc_owner = "127.0.0.1:1", nil
+if rc_ports then
+  local other
+  rc_owner, other = owner_and_other("{fleetrc/~=fleetrc}probe")
+  rc_seeds = ("127.0.0.1:%d,127.0.0.1:%d"):format(other, rc_owner)
 end
 local worker_user = root and "nobody" or nil
 local worker_group = root and (exists("/etc/group") and read("/etc/group"):find("\nnogroup:")
@@ -172,6 +215,9 @@ http {
     assert(limits.define("fleet", { qps = FLEET_QPS, segment = "SEG_FLEET",
                                     cluster = { redis = "127.0.0.1:REDIS_PORT", lease = 2,
                                                 failure = "closed" } }))
+    assert(limits.define("fleetrc", { qps = FLEET_QPS, segment = "SEG_FLEETRC",
+                                      cluster = { redis = "RC_SEEDS", lease = 2,
+                                                  failure = "closed" } }))
   }
   init_worker_by_lua_block { require("resty.libsw").init_worker() }
   log_by_lua_block { require("resty.libsw").log() }
@@ -205,6 +251,10 @@ http {
       access_by_lua_block { require("resty.libsw").limit("fleet") }
       content_by_lua_block { ngx.say("ok") }
     }
+    location = /fleetrc {
+      access_by_lua_block { require("resty.libsw").limit("fleetrc") }
+      content_by_lua_block { ngx.say("ok") }
+    }
     location = /reopen {
       access_by_lua_block { require("resty.libsw").limit("reopen") }
       content_by_lua_block {
@@ -233,6 +283,7 @@ http {
     :gsub("SEG_OPEN", SEG.tinyopen):gsub("SEG_REOPEN", SEG.reopen)
     :gsub("SEG_DRY", SEG.dry):gsub("SEG_FLEET", SEG.fleet)
     :gsub("FLEET_QPS", tostring(FLEET_QPS)):gsub("REDIS_PORT", tostring(redis_port or 1))
+    :gsub("SEG_FLEETRC", SEG.fleetrc):gsub("RC_SEEDS", rc_seeds)
     :gsub("RESET", tostring(reset)):gsub("GEN", tostring(gen)):gsub("PORT", tostring(port))
 end
 
@@ -492,18 +543,20 @@ local ok, err = pcall(function()
   check(dry200 == 5 and s.pass == 5 and s.block == 0 and (would == 4 or would == 3),
         "dry-run: 5 x 200, pass %s block %s, %d would-block", s.pass, s.block, would)
 
-  if redis_port then
-    -- cluster: both workers lease the budget from Redis, 2 tokens at a time
-    get("/fleet") -- the first entry asks for a lease
-    wait_for("the fleet lease", 10, function() return stats("fleet").lease == "up" end)
-    res = burst("/fleet", 40, 10)
+  -- A fleet budget leased by both workers, 2 tokens at a time, from the
+  -- Redis at port: 40 requests at once never get more than the budget in
+  -- any 1 s window (2 buckets) of Redis time.
+  local function fleet_budget(limit, port, what)
+    get("/" .. limit) -- the first entry asks for a lease
+    wait_for(what .. " lease", 10, function() return stats(limit).lease == "up" end)
+    local answers = burst("/" .. limit, 40, 10)
     local f200, f429 = 0, 0
-    for _, r in ipairs(res) do
+    for _, r in ipairs(answers) do
       if r.code == 200 then f200 = f200 + 1 elseif r.code == 429 then f429 = f429 + 1 end
     end
-    local hash = sh(("redis-cli -p %d --raw HGETALL %q"):format(redis_port, "sw:{fleet/~=fleet}"))
-    local buckets, granted = {}, 0
-    local fields = {}
+    local key = ("sw:{%s/~=%s}"):format(limit, limit)
+    local hash = sh(("redis-cli -p %d --raw HGETALL %q"):format(port, key))
+    local buckets, granted, fields = {}, 0, {}
     for v in hash:gmatch("%S+") do fields[#fields + 1] = tonumber(v) end
     for i = 1, #fields - 1, 2 do
       buckets[fields[i]] = fields[i + 1]
@@ -514,21 +567,33 @@ local ok, err = pcall(function()
       local w = n + (buckets[b + 500] or 0)
       if w > worst then worst = w end
     end
-    print(("# fleet: %d x 200, %d x 429; Redis granted %d: %s"):format(f200, f429, granted,
+    print(("# %s: %d x 200, %d x 429; Redis granted %d: %s"):format(what, f200, f429, granted,
       hash:gsub("\n", " ")))
-    check(f200 + f429 == 40 and f200 >= 2, "cluster: %d x 200 and %d x 429 of 40", f200, f429)
-    check(worst <= FLEET_QPS, "cluster: no 1 s window of Redis time granted over %d (max %d)",
+    check(f200 + f429 == 40 and f200 >= 2, "%s: %d x 200 and %d x 429 of 40", what, f200, f429)
+    check(worst <= FLEET_QPS, "%s: no 1 s window of Redis time granted over %d (max %d)", what,
           FLEET_QPS, worst)
-    check(f200 <= granted + 1, "cluster: admitted %d <= granted %d (+1 first entry)", f200,
+    check(f200 <= granted + 1, "%s: admitted %d <= granted %d (+1 first entry)", what, f200,
           granted)
+  end
+
+  if rc_ports then
+    -- the first seed does not hold the key: MOVED, CLUSTER SLOTS, the owner
+    fleet_budget("fleetrc", rc_owner, "Redis Cluster")
+  end
+
+  if redis_port then
+    fleet_budget("fleet", redis_port, "cluster")
 
     -- the script flushed (as by a Redis restart): NOSCRIPT, loaded again
     sh(("redis-cli -p %d SCRIPT FLUSH"):format(redis_port))
     sleep(1.1) -- a fresh budget
-    res = burst("/fleet", 10, 5)
     local again200 = 0
-    for _, r in ipairs(res) do if r.code == 200 then again200 = again200 + 1 end end
-    check(again200 >= 2, "cluster: after SCRIPT FLUSH the script is loaded again (%d x 200 of 10)",
+    for _ = 1, 10 do -- spaced, so that refills (2 tokens each) keep up
+      local code = sh(("curl -s -o /dev/null -w '%%{http_code}' %q"):format(url("/fleet")))
+      if code == "200" then again200 = again200 + 1 end
+      sleep(0.02)
+    end
+    check(again200 >= 5, "cluster: after SCRIPT FLUSH the script is loaded again (%d x 200 of 10)",
           again200)
 
     -- Redis killed: within a timeout the failure policy (closed) refuses all
@@ -555,7 +620,7 @@ end
 
 stop(master)
 check(not alive(master), "nginx stopped")
-if redis_pid then os.execute("kill -KILL " .. redis_pid .. " 2>/dev/null") end
+for _, pid in ipairs(redis_pids) do os.execute("kill -KILL " .. pid .. " 2>/dev/null") end
 local log = read(prefix .. "/logs/error.log") or ""
 local bad = {}
 for line in log:gmatch("[^\n]+") do
