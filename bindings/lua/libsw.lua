@@ -132,6 +132,7 @@ int sw_registry_find(sw_registry *r, const char *name, sw_limiter **out);
 uint32_t sw_registry_capacity(const sw_registry *r);
 uint32_t sw_registry_count(const sw_registry *r);
 int sw_registry_at(sw_registry *r, uint32_t i, sw_limiter **out, const char **name);
+int sw_registry_set_rule(sw_registry *r, const sw_options *opts);
 
 typedef struct sw_segment sw_segment;
 int sw_segment_open(sw_segment **out, const char *name, uint32_t capacity,
@@ -490,22 +491,21 @@ local function build(C, path)
   local Limiter = {}
   Limiter.__index = Limiter
 
-  -- Give l our rule if it has another one (a name created by a process with
-  -- an older configuration, e.g. before an nginx reload). Runs once per name
-  -- and process, on the first use.
-  local function sync_rule(self, l)
-    local scratch = self._scratch
-    local rc = C.sw_limiter_get_rule(l, scratch)
-    if rc ~= 0 then return nil, errmsg(rc), rc end
-    local want = self._rule_values
-    for _, kv in ipairs(RULE_KEYS) do
-      C.sw_options_get_double(scratch, kv[2], dbl)
-      if dbl[0] ~= want[kv[1]] then
-        rc = C.sw_limiter_set_rule(l, self._opts)
-        if rc ~= 0 then return nil, errmsg(rc), rc end
-        return true
-      end
+  -- Put the rule opts in force: on the single limiter, or on every name of
+  -- the registry and those created later (in a shared segment: for every
+  -- process at once). The statistics are kept.
+  local function apply_rule(self, opts)
+    local rc
+    if self._l ~= nil then
+      rc = C.sw_limiter_set_rule(self._l, opts)
+    elseif self._reg ~= nil then
+      rc = C.sw_registry_set_rule(self._reg, opts)
+    else
+      return nil, "limiter is closed", M.ESTATE
     end
+    if rc ~= 0 then return nil, errmsg(rc), rc end
+    self._opts = opts
+    self._rule_values = rule_values(opts)
     return true
   end
 
@@ -532,10 +532,6 @@ local function build(C, path)
     local rc = C.sw_registry_get(self._reg, name, out_lim)
     if rc ~= 0 then return nil, errmsg(rc), rc end
     local l = out_lim[0]
-    if self._sync then
-      local ok, err, code = sync_rule(self, l)
-      if not ok then return nil, err, code end
-    end
     cache[key] = l
     return l
   end
@@ -812,31 +808,16 @@ local function build(C, path)
     return tonumber(C.sw_registry_count(reg))
   end
 
-  -- Replace the rule (qps / concurrency, behavior, ...) of this limiter: at
-  -- once for a single limiter and for the keys this process has used; other
-  -- keys take it on their first use here. The statistics are kept.
+  -- Replace the rule (qps / concurrency, behavior, ...) of this limiter:
+  -- of every key, now and later, and in a shared segment for every process
+  -- at once. The statistics are kept.
   function Limiter:set_rule(o)
     if type(o) ~= "table" then return nil, "set_rule needs a table of options" end
     local r, err = rule_of(o)
     if not r then return nil, err, M.EINVAL end
     local opts, err2, code = make_options(r, nil)
     if not opts then return nil, err2, code end
-    local targets = {}
-    if self._l ~= nil then
-      targets[1] = self._l
-    elseif self._cache then
-      for _, l in pairs(self._cache) do targets[#targets + 1] = l end
-    else
-      return nil, "limiter is closed", M.ESTATE
-    end
-    for i = 1, #targets do
-      local rc = C.sw_limiter_set_rule(targets[i], opts)
-      if rc ~= 0 then return nil, errmsg(rc), rc end
-    end
-    self._opts = opts
-    self._rule_values = rule_values(opts)
-    self._sync = self._reg ~= nil
-    return true
+    return apply_rule(self, opts)
   end
 
   -- The rule in force for key (nil for a single limiter), as options.
@@ -870,28 +851,23 @@ local function build(C, path)
     return o
   end
 
-  -- Switch dry-run on or off (the rest of the rule stays), for a single
-  -- limiter at once and for the keys this process has used; other keys
-  -- take it on their first use here.
+  -- Switch dry-run on or off, keeping the rest of the rule in force (of a
+  -- registry: the rule of its first name, which set_rule gave them all, or
+  -- ours while it has none), for every name, now and later.
   function Limiter:set_dry_run(on)
     if type(on) ~= "boolean" then return nil, "set_dry_run needs true or false", M.EINVAL end
-    local targets = {}
-    if self._l ~= nil then
-      targets[1] = self._l
-    elseif self._cache then
-      for _, l in pairs(self._cache) do targets[#targets + 1] = l end
-    else
-      return nil, "limiter is closed", M.ESTATE
+    if self._l == nil and self._reg == nil then return nil, "limiter is closed", M.ESTATE end
+    local current = self._l
+    if current == nil and C.sw_registry_count(self._reg) > 0
+        and C.sw_registry_at(self._reg, 0, out_lim, nil) == 0 then
+      current = out_lim[0]
     end
-    for i = 1, #targets do
-      local rc = C.sw_limiter_set_dry_run(targets[i], on and 1 or 0)
-      if rc ~= 0 then return nil, errmsg(rc), rc end
-    end
-    local rc = C.sw_options_set(self._opts, C.SW_OPT_DRY_RUN, on and 1 or 0)
+    local opts, err, code = make_options(current and {} or rule_values(self._opts), nil)
+    if not opts then return nil, err, code end
+    local rc = current and C.sw_limiter_get_rule(current, opts) or 0
+    if rc == 0 then rc = C.sw_options_set(opts, C.SW_OPT_DRY_RUN, on and 1 or 0) end
     if rc ~= 0 then return nil, errmsg(rc), rc end
-    self._rule_values = rule_values(self._opts)
-    self._sync = self._reg ~= nil
-    return true
+    return apply_rule(self, opts)
   end
 
   -- Every limiter handle of this limiter with its name (the registry's
@@ -995,7 +971,10 @@ local function build(C, path)
       self._seg = ffi_gc(ps[0], C.sw_segment_close)
       self._reg = C.sw_segment_registry(self._seg)
       self._cache = {}
-      self._sync = true
+      -- our rule for every name, also those made by a process with an older
+      -- configuration (e.g. before an nginx reload)
+      rc = C.sw_registry_set_rule(self._reg, opts)
+      if rc ~= 0 then return nil, errmsg(rc), rc end
       self.capacity = capacity or 1024
       self.segment = segment
     elseif capacity then
@@ -1004,7 +983,6 @@ local function build(C, path)
       if rc ~= 0 then return nil, errmsg(rc), rc end
       self._reg = ffi_gc(pr[0], C.sw_registry_free)
       self._cache = {}
-      self._sync = false -- every name is created here with our rule
     else
       rc = C.sw_limiter_create(out_lim, opts)
       if rc ~= 0 then return nil, errmsg(rc), rc end

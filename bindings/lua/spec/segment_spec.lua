@@ -112,6 +112,27 @@ describe("shared segment", function()
     assert.equal(3, old:rule("k").qps) -- one limiter in shared memory
   end)
 
+  it("a rule or dry-run switch made by one process holds for every name in all", function()
+    local seg = segment_name("switch")
+    local a = assert(libsw.limiter { qps = 1, segment = seg, capacity = 4,
+                                     clock = function() return T end })
+    local b = assert(libsw.limiter { qps = 1, segment = seg, capacity = 4,
+                                     clock = function() return T end })
+    a:entry("x")
+    assert.is_true(a:set_dry_run(true))
+    -- b meets "x" and a new name "y" after the switch: it keeps the switch
+    local v, _, _, _, _, would = b:entry("x")
+    assert.equal("pass", v)
+    assert.is_true(would)
+    b:entry("y")
+    assert.is_true(b:rule("y").dry_run)
+    assert.is_true(a:set_rule { qps = 3 }) -- a new rule (dry-run off again)
+    assert.equal(3, b:rule("y").qps)
+    b:entry("z")
+    assert.equal(3, b:rule("z").qps)
+    assert.is_false(b:rule("z").dry_run)
+  end)
+
   it("refuses another geometry with SW_EGEOMETRY, and a missing segment without create", function()
     local seg = segment_name("geom")
     assert(libsw.limiter { qps = 1, segment = seg, capacity = 2 })
