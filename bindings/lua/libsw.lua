@@ -505,7 +505,6 @@ local function build(C, path)
     end
     if rc ~= 0 then return nil, errmsg(rc), rc end
     self._opts = opts
-    self._rule_values = rule_values(opts)
     return true
   end
 
@@ -870,24 +869,6 @@ local function build(C, path)
     return apply_rule(self, opts)
   end
 
-  -- Every limiter handle of this limiter with its name (the registry's
-  -- names; "" for a single limiter), for integrations that drive cluster
-  -- leases (resty.libsw).
-  function Limiter:each_handle()
-    local list = {}
-    if self._l ~= nil then
-      list[1] = { "", self._l }
-    elseif self._reg ~= nil then
-      local n = C.sw_registry_count(self._reg)
-      for i = 0, n - 1 do
-        if C.sw_registry_at(self._reg, i, out_lim, out_name) == 0 then
-          list[#list + 1] = { ffi_string(out_name[0]), out_lim[0] }
-        end
-      end
-    end
-    return list
-  end
-
   -- Release the C objects now (the GC does it otherwise). A shared segment
   -- stays for the other processes.
   function Limiter:close()
@@ -957,7 +938,7 @@ local function build(C, path)
     local rc = C.sw_options_create(pp_scratch)
     if rc ~= 0 then return nil, errmsg(rc), rc end
     local self = setmetatable({
-      _opts = opts, _rule_values = rule_values(opts),
+      _opts = opts,
       _scratch = ffi_gc(pp_scratch[0], C.sw_options_free),
       _clock = o.clock, _key_name = o.key_name, capacity = capacity or 1,
     }, Limiter)

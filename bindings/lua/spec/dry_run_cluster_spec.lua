@@ -4,17 +4,8 @@
 local here = debug.getinfo(1, "S").source:match("^@(.*)/spec/[^/]+$") or "bindings/lua"
 package.path = here .. "/?.lua;" .. package.path
 
-local libsw = assert(require("libsw").load())
-
-local T = 1000000
-
-local function limiter_at(opts)
-  local clock = { t = T }
-  opts.clock = function() return clock.t end
-  local lim, err = libsw.limiter(opts)
-  assert(lim, err)
-  return lim, clock
-end
+local support = require "spec.support"
+local libsw, T, limiter_at = support.libsw, support.T, support.limiter_at
 
 describe("dry-run", function()
   it("lets through what it would block, and says so", function()
@@ -95,6 +86,7 @@ describe("cluster leases", function()
     assert.is_false(libsw.lease_next_call(l, T)) -- claimed: one call at a time
     local args = { libsw.lease_args(call) }
     assert.same({ "200", "10", "500", "2", "0", "0", "0" }, args)
+    assert.matches("redis.call", libsw.lease_script())
     assert.is_true(libsw.lease_apply(l, T, call, B0, 10, B0 + 100))
     local st = libsw.lease_stats(l, T)
     assert.is_true(st.up)
@@ -146,16 +138,6 @@ describe("cluster leases", function()
     assert.is_nil(ok)
     assert.equal(libsw.ESTATE, code)
     assert.matches("not a cluster rule", msg)
-  end)
-
-  it("lists every handle of a registry for the refiller", function()
-    local lim = limiter_at { qps = 100, capacity = 8, cluster = true }
-    lim:ensure("a")
-    lim:ensure("b")
-    local names = {}
-    for _, h in ipairs(lim:each_handle()) do names[#names + 1] = h[1] end
-    assert.same({ "a", "b" }, names)
-    assert.matches("redis.call", libsw.lease_script())
   end)
 end)
 

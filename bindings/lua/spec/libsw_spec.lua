@@ -3,19 +3,8 @@
 local here = debug.getinfo(1, "S").source:match("^@(.*)/spec/[^/]+$") or "bindings/lua"
 package.path = here .. "/?.lua;" .. package.path
 
-local libsw = assert(require("libsw").load())
-
--- times: a multiple of 1000, large like a real monotonic clock (pacing
--- admits the very first request at once only when time is past its cost)
-local T = 1000000
-
-local function limiter_at(opts)
-  local clock = { t = T }
-  opts.clock = function() return clock.t end
-  local lim, err = libsw.limiter(opts)
-  assert(lim, err)
-  return lim, clock
-end
+local support = require "spec.support"
+local libsw, T, limiter_at = support.libsw, support.T, support.limiter_at
 
 -- verdicts of n entries (key optional)
 local function verdicts(lim, n, key)

@@ -51,6 +51,13 @@ local function redis_module()
   return redis_lib
 end
 
+-- The addresses of a comma-separated list.
+local function seeds_of(list)
+  local seeds = {}
+  for addr in list:gmatch("[^,%s]+") do seeds[#seeds + 1] = addr end
+  return seeds
+end
+
 -- "host:port", "host" (port 6379) or "unix:/path".
 local function parse_address(addr)
   if type(addr) ~= "string" or addr == "" then return nil, "cluster.redis must be \"host:port\"" end
@@ -276,10 +283,11 @@ function _M.check(opts)
   if type(c) ~= "table" or c.redis == nil then
     return nil, "cluster needs a table with redis = \"host:port\""
   end
-  if type(c.redis) ~= "string" or not find(c.redis, "[^,%s]") then
+  local seeds = type(c.redis) == "string" and seeds_of(c.redis) or {}
+  if #seeds == 0 then
     return nil, "cluster.redis must be \"host:port\" or a list \"host:port,host:port,...\""
   end
-  for addr in c.redis:gmatch("[^,%s]+") do
+  for _, addr in ipairs(seeds) do
     local host, err = parse_address(addr)
     if not host then return nil, err end
   end
@@ -292,15 +300,13 @@ end
 -- Start the refill timer of limit (a resty.libsw Limit) in this worker.
 function _M.start(limit)
   local c = limit.opts.cluster
-  local seeds = {}
-  for addr in c.redis:gmatch("[^,%s]+") do seeds[#seeds + 1] = addr end
   local script = libsw.lease_script()
   local state = {
     name = limit.name,
     limit = limit, -- limit.active: key -> sw_limiter used by this worker since the last round
     spare = {},
     redis_addr = c.redis,
-    seeds = seeds,   -- "host:port" strings; a Redis Cluster's slot map after a MOVED
+    seeds = seeds_of(c.redis), -- "host:port" strings; a Redis Cluster's slot map after a MOVED
     slot_map = nil,
     password = c.password,
     database = c.database,

@@ -1,0 +1,21 @@
+-- Shared by the specs (not a spec itself): the loaded binding and limiters
+-- on an injected clock.
+local libsw = assert(require("libsw").load())
+
+local M = {
+  libsw = libsw,
+  -- times: a multiple of 1000, large like a real monotonic clock (pacing
+  -- admits the very first request at once only when time is past its cost)
+  T = 1000000,
+}
+
+-- A limiter whose clock is clock.t (returned too; tests move it).
+function M.limiter_at(opts)
+  local clock = { t = M.T }
+  opts.clock = function() return clock.t end
+  local lim, err = libsw.limiter(opts)
+  assert(lim, err)
+  return lim, clock
+end
+
+return M
