@@ -127,7 +127,7 @@ int sw__limiter_init(void *mem, const sw__node_geom *g, const sw__rule *r,
   sw__rule_store(h, r);
   sw__limiter_state *st = (sw__limiter_state *)((char *)mem + h->node_off -
                                                 sw__round_up(sizeof *st, SW_CACHE_LINE));
-  atomic_store(&st->latest_passed, -1); /* Sentinel: the first request passes */
+  atomic_store(&st->latest_passed, SW__PACING_NONE); /* Sentinel's -1 ms: the first passes */
   if ((rc = sw__node_init((char *)mem + h->node_off, g, process_shared)) < 0) return rc;
   h->magic = SW__LIMITER_MAGIC;
   return SW_OK;
@@ -210,7 +210,7 @@ static int sw__rule_write(sw_limiter *l, const sw__rule *r, int dry_run) {
   next = r ? *r : old;
   if (!r) next.dry_run = (int16_t)dry_run;
   if (old.behavior != next.behavior) { /* a new controller, as Sentinel builds one */
-    atomic_store(&l->st->latest_passed, -1);
+    atomic_store(&l->st->latest_passed, SW__PACING_NONE);
     atomic_store(&l->st->stored_tokens, 0);
     atomic_store(&l->st->last_filled, 0);
   }
@@ -371,52 +371,63 @@ static void sw__decide_concurrency(sw_limiter *l, const sw__rule *r, int64_t t, 
   d->remaining = sw__floor_left(r->threshold, c + 1);
 }
 
-/* Pacing (RateLimiterController): admissions spaced cost ms apart, queueing
- * up to max_queue_ms. One CAS on the time of the last admission. */
-static void sw__decide_pacing(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n,
-                              double qps, sw_decision *d) {
+/* Pacing (RateLimiterController, as Sentinel 1.8.7+ computes it): admissions
+ * spaced cost apart, queueing up to max_queue_ms, with the cost and the time
+ * of the last admission kept in nanoseconds (whole milliseconds would make
+ * every rate above 666 QPS wrong and stop limiting above 2000). One CAS on
+ * the time of the last admission. */
+static void sw__block_never(sw_decision *d) {
+  d->verdict = SW_VERDICT_BLOCK;
+  d->retry_after_ms = -1;
+}
+
+static int sw__decide_pacing(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n,
+                             double qps, sw_decision *d) {
   if (n == 0) {
     sw__node_count_pass(&l->node, t, n, false, true);
-    return;
+    return SW_OK;
   }
+  if (sw__unlikely(t > SW__PACING_MAX_MS))
+    return sw__fail(SW_ETIME, "time %lld ms is beyond the range of pacing (%lld ms, 292 years)",
+                    (long long)t, (long long)SW__PACING_MAX_MS);
   if (qps <= 0) {
-    d->verdict = SW_VERDICT_BLOCK;
-    d->retry_after_ms = -1;
-    return;
+    sw__block_never(d);
+    return SW_OK;
   }
-  double cost_ms = round((double)n / qps * 1000.0);
-  if (cost_ms > (double)r->max_queue_ms + 1e15) { /* never fits: a tiny rate */
-    d->verdict = SW_VERDICT_BLOCK;
-    d->retry_after_ms = -1;
-    return;
+  double cost_ns = round((double)n / qps * 1e9);
+  if (cost_ns > 4e18) { /* a tiny rate: the next admission is centuries away */
+    sw__block_never(d);
+    return SW_OK;
   }
-  int64_t cost = (int64_t)cost_ms;
+  const int64_t cost = (int64_t)cost_ns, now = t * SW__NS_PER_MS,
+                max_queue = r->max_queue_ms * SW__NS_PER_MS;
   _Atomic int64_t *latest = &l->st->latest_passed;
   int64_t last = atomic_load(latest), next, wait;
   for (;;) {
     if (__builtin_add_overflow(last, cost, &next)) { /* the queue runs past the end of time */
-      d->verdict = SW_VERDICT_BLOCK;
-      d->retry_after_ms = -1;
-      return;
+      sw__block_never(d);
+      return SW_OK;
     }
-    if (next <= t) {
-      next = t;
+    if (next <= now) {
+      next = now;
       wait = 0;
     } else {
-      wait = next - t;
-      if (wait > r->max_queue_ms) {
+      wait = next - now;
+      if (wait > max_queue) {
         d->verdict = SW_VERDICT_BLOCK;
-        d->retry_after_ms = wait - r->max_queue_ms;
-        return;
+        /* the first whole millisecond at which the wait fits the queue */
+        d->retry_after_ms = (wait - max_queue + SW__NS_PER_MS - 1) / SW__NS_PER_MS;
+        return SW_OK;
       }
     }
     if (atomic_compare_exchange_weak(latest, &last, next)) break;
   }
   sw__node_count_pass(&l->node, t, n, false, true);
   d->verdict = wait > 0 ? SW_VERDICT_WAIT : SW_VERDICT_PASS;
-  d->wait_ms = wait;
+  d->wait_ms = (wait + SW__NS_PER_MS / 2) / SW__NS_PER_MS; /* to the nearest ms */
   /* how many more of this size still fit in the queue */
-  d->remaining = cost > 0 ? (r->max_queue_ms - wait) / cost : INT32_MAX;
+  d->remaining = cost > 0 ? (max_queue - wait) / cost : INT32_MAX;
+  return SW_OK;
 }
 
 SW_API int sw_limiter_entry_at(sw_limiter *l, int64_t t, int64_t n, uint32_t flags,
@@ -431,16 +442,17 @@ SW_API int sw_limiter_entry_at(sw_limiter *l, int64_t t, int64_t n, uint32_t fla
     return sw__fail(SW_EINVAL, "unknown entry flags 0x%x", flags);
   memset(d, 0, sizeof *d);
   sw__rule r;
+  int rc;
   sw__rule_load(l->hdr, &r);
   switch (r.behavior) {
   case SW_BEHAVIOR_PACING:
-    sw__decide_pacing(l, &r, t, n, r.threshold, d);
+    if ((rc = sw__decide_pacing(l, &r, t, n, r.threshold, d)) < 0) return rc;
     break;
   case SW_BEHAVIOR_WARM_UP:
     sw__limiter_decide_qps(l, &r, t, n, flags, sw__warm_qps(&r, l, t), d);
     break;
   case SW_BEHAVIOR_WARM_UP_PACING:
-    sw__decide_pacing(l, &r, t, n, sw__warm_qps(&r, l, t), d);
+    if ((rc = sw__decide_pacing(l, &r, t, n, sw__warm_qps(&r, l, t), d)) < 0) return rc;
     break;
   default:
     if (r.cluster)

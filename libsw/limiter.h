@@ -57,9 +57,13 @@ typedef struct sw__lease {
   _Atomic int64_t retry_at;      /* while down: local ms of the next try */
 } sw__lease;
 
+#define SW__NS_PER_MS INT64_C(1000000)
+#define SW__PACING_NONE (-SW__NS_PER_MS)            /* no admission yet: Sentinel's -1 ms */
+#define SW__PACING_MAX_MS (INT64_MAX / SW__NS_PER_MS) /* later times do not fit in ns */
+
 /* Controller state, shared by every user of the limiter. */
 typedef struct sw__limiter_state {
-  _Atomic int64_t latest_passed;  /* pacing: time of the last admission */
+  _Atomic int64_t latest_passed;  /* pacing: time of the last admission, ns */
   _Atomic int64_t stored_tokens;  /* warm-up */
   _Atomic int64_t last_filled;    /* warm-up: second of the last refill */
   int64_t pad_[5];

@@ -463,8 +463,9 @@ START_TEST(test_pacing_spacing) {
 }
 END_TEST
 
-/* cost = round(n / threshold * 1000): threshold 3 -> 333 ms; n = 2 at
- * threshold 10 -> 200 ms; the max queue is an option. */
+/* cost = n / threshold s, kept in ns: threshold 3 -> 333.33 ms (the wait
+ * is reported to the nearest ms, the retry rounded up to a whole ms that
+ * fits); n = 2 at threshold 10 -> 200 ms; the max queue is an option. */
 START_TEST(test_pacing_cost_and_queue_option) {
   sw_decision d;
   sw_limiter *l = limiter_new(SW_GRADE_QPS, SW_BEHAVIOR_PACING, 3);
@@ -473,7 +474,20 @@ START_TEST(test_pacing_cost_and_queue_option) {
   ENTER(l, 10000, 1, 0, d);
   ck_decision(d, WAIT, 333, 0, 0, 0);
   ENTER(l, 10000, 1, 0, d);
-  ck_decision(d, BLOCK, 0, 166, 0, 0);
+  ck_decision(d, BLOCK, 0, 167, 0, 0); /* 666.67 - 500 */
+  sw_limiter_free(l);
+
+  /* threshold 6: 166666667 ns apart, so waits of 167 and 333 ms (whole-ms
+   * costs of 167 would give 167 and 334); a third would wait 500.000001 */
+  l = limiter_new(SW_GRADE_QPS, SW_BEHAVIOR_PACING, 6);
+  ENTER(l, 10000, 1, 0, d);
+  ck_decision(d, PASS, 0, 0, 2, 0);
+  ENTER(l, 10000, 1, 0, d);
+  ck_decision(d, WAIT, 167, 0, 1, 0);
+  ENTER(l, 10000, 1, 0, d);
+  ck_decision(d, WAIT, 333, 0, 0, 0);
+  ENTER(l, 10000, 1, 0, d);
+  ck_decision(d, BLOCK, 0, 1, 0, 0);
   sw_limiter_free(l);
 
   l = limiter_new(SW_GRADE_QPS, SW_BEHAVIOR_PACING, 10);
@@ -586,6 +600,94 @@ START_TEST(test_pacing_go_ports) {
   }
   sw_limiter_free(l);
   sw_options_free(o);
+}
+END_TEST
+
+/* Sentinel 1.8.9's ThrottlingController keeps the cost in nanoseconds.
+ * threshold 300, no queue: entries at 913 and 916 ms -> pass, then block
+ * (916 < 913 + 3.33); threshold 3, queue 500: 56129, 56224, 56295 -> pass,
+ * wait 238 (238.33), block (the wait would be 500.67 > 500). */
+START_TEST(test_pacing_sub_millisecond_cost) {
+  sw_decision d;
+  sw_options *o = rule_opts(SW_GRADE_QPS, SW_BEHAVIOR_PACING, 300);
+  ck_ok(sw_options_set(o, SW_OPT_MAX_QUEUE_MS, 0));
+  sw_limiter *l = limiter_from(o);
+  ENTER(l, 913, 1, 0, d);
+  ck_decision(d, PASS, 0, 0, 0, 0);
+  ENTER(l, 916, 1, 0, d);
+  ck_decision(d, BLOCK, 0, 1, 0, 0);
+  ENTER(l, 917, 1, 0, d);
+  ck_decision(d, PASS, 0, 0, 0, 0);
+  sw_limiter_free(l);
+  sw_options_free(o);
+
+  l = limiter_new(SW_GRADE_QPS, SW_BEHAVIOR_PACING, 3);
+  ENTER(l, 56129, 1, 0, d);
+  ck_decision(d, PASS, 0, 0, 1, 0);
+  ENTER(l, 56224, 1, 0, d);
+  ck_decision(d, WAIT, 238, 0, 0, 0);
+  ENTER(l, 56295, 1, 0, d);
+  ck_decision(d, BLOCK, 0, 1, 0, 0);
+  sw_limiter_free(l);
+}
+END_TEST
+
+/* Saturation, as measured against Sentinel 1.8.9: arrivals at twice the
+ * threshold for 2 s (whole-ms times), queue 500 ms. Admitted: Sentinel's
+ * counts exactly (whole-ms costs gave 834, 2500, 2500 and, above 2000 QPS,
+ * everything). */
+START_TEST(test_pacing_saturation_matches_sentinel) {
+  static const struct {
+    int threshold, admitted;
+  } want[] = {{300, 750},   {700, 1750},  {1500, 3749},
+              {2500, 6248}, {3000, 7498}, {5000, 12496}};
+  for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+    sw_limiter *l = limiter_new(SW_GRADE_QPS, SW_BEHAVIOR_PACING, want[k].threshold);
+    int demand = 2 * want[k].threshold, admitted = 0;
+    for (int i = 0; i < 2 * demand; i++) {
+      sw_decision d;
+      ENTER(l, 100000 + (int64_t)i * 1000 / demand, 1, 0, d);
+      admitted += d.verdict != BLOCK;
+    }
+    ck_assert_msg(admitted == want[k].admitted, "threshold %d: admitted %d, Sentinel %d",
+                  want[k].threshold, admitted, want[k].admitted);
+    sw_limiter_free(l);
+  }
+}
+END_TEST
+
+/* Warm-up + pacing keeps the same precision: warm at threshold 1500, entries
+ * 0.67 ms apart wait 0, 1 (0.67), 1 (1.33), 2 (2.0). */
+START_TEST(test_warm_up_pacing_sub_millisecond_cost) {
+  sw_limiter *l = warm_new(SW_BEHAVIOR_WARM_UP_PACING, 1500, 10, 3, 500);
+  ck_ok(sw_metric_add_pass_at(sw_node_minute_metric(sw_limiter_node(l)), 99000, 15000));
+  static const int64_t waits[] = {0, 1, 1, 2};
+  for (int i = 0; i < 4; i++) {
+    sw_decision d;
+    ENTER(l, 100000, 1, 0, d);
+    ck_assert_int_eq(d.verdict, i == 0 ? PASS : WAIT);
+    ck_assert_int_eq(d.wait_ms, waits[i]);
+  }
+  sw_limiter_free(l);
+}
+END_TEST
+
+/* Pacing keeps times in ns: a time beyond INT64_MAX ns is refused. */
+START_TEST(test_pacing_time_range) {
+  sw_decision d;
+  sw_limiter *l = limiter_new(SW_GRADE_QPS, SW_BEHAVIOR_PACING, 10);
+  ck_sw(sw_limiter_entry_at(l, INT64_MAX / 1000000 + 1, 1, 0, &d), SW_ETIME);
+  ck_assert_ptr_nonnull(strstr(sw_last_error(), "292 years"));
+  const int64_t end = INT64_MAX / 1000000;
+  ENTER(l, end - 1000, 1, 0, d);
+  ck_decision(d, PASS, 0, 0, 5, 0);
+  ENTER(l, end - 1000, 1, 0, d);
+  ck_decision(d, WAIT, 100, 0, 4, 0);
+  ENTER(l, end, 1, 0, d);
+  ck_decision(d, PASS, 0, 0, 5, 0);
+  ENTER(l, end, 1, 0, d); /* the next admission would be after the end of time */
+  ck_decision(d, BLOCK, 0, -1, 0, 0);
+  sw_limiter_free(l);
 }
 END_TEST
 
@@ -1360,7 +1462,9 @@ int main(void) {
            test_prioritized_ignored_elsewhere);
   SW_TCASE(s, "pacing", test_pacing_queue, test_pacing_spacing,
            test_pacing_cost_and_queue_option, test_pacing_java_ports, test_pacing_go_ports,
-           test_pacing_zero_units);
+           test_pacing_zero_units, test_pacing_sub_millisecond_cost,
+           test_pacing_saturation_matches_sentinel, test_warm_up_pacing_sub_millisecond_cost,
+           test_pacing_time_range);
   SW_TCASE(s, "warm-up", test_warm_up_controller_port, test_warm_up_cold_start,
            test_warm_up_curve, test_warm_up_pacing_port, test_warm_up_pacing_cannot_pass,
            test_warm_up_pacing_cold_cost);
