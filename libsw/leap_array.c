@@ -471,8 +471,8 @@ SW_API int sw_leap_array_valid_head(const sw_leap_array *la, sw_window *out) {
 
 /* ---------------------------------------------------------------- listing */
 
-static bool sw__selected(const sw_leap_array *la, sw__selector sel, int64_t t,
-                         const sw_window *w, sw_time_predicate pred, void *user) {
+bool sw__la_selected(const sw_leap_array *la, sw__selector sel, int64_t t, const sw_window *w,
+                     sw_time_predicate pred, void *user) {
   switch (sel) {
   case SW__SEL_ALL:
     return true;
@@ -494,7 +494,7 @@ int sw__la_collect(const sw_leap_array *la, sw__selector sel, int64_t t,
   for (uint32_t k = 0; k < (uint32_t)la->n; k++) {
     sw_window w;
     if (!sw__la_stored(la, (first + k) % (uint32_t)la->n, &w)) continue;
-    if (!sw__selected(la, sel, t, &w, pred, user)) continue;
+    if (!sw__la_selected(la, sel, t, &w, pred, user)) continue;
     /* Keep the oldest cap windows, sorted (insertion sort, usually a no-op). */
     uint32_t len = n < cap ? n : cap;
     if (len < cap || (cap > 0 && out[cap - 1].start_ms > w.start_ms)) {
@@ -615,7 +615,7 @@ SW_API int sw_leap_array_sum_at(const sw_leap_array *la, int64_t t, uint32_t fie
       uint64_t seq;
       sw_window w = {0, la->wl, NULL, 0, idx};
       if (!sw__la_active(s, &seq, &w.start_ms)) break;
-      if (!sw__selected(la, SW__SEL_INTERVAL, t, &w, NULL, NULL)) break;
+      if (!sw__la_selected(la, SW__SEL_INTERVAL, t, &w, NULL, NULL)) break;
       int64_t v = la->vt.get(la->ctx, sw__la_body(la, s, (seq >> 1) & 1), field);
       if (!sw__la_still_valid(s, seq)) continue;
       found = 1;

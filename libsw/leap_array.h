@@ -127,6 +127,9 @@ static inline void *sw__la_current_body(sw_leap_array *la, int64_t t) {
 
 /* Selection of windows for listing (see sw_leap_array_list_at). */
 typedef enum { SW__SEL_INTERVAL, SW__SEL_ALL, SW__SEL_CONDITION } sw__selector;
+/* Whether a stored window w is selected at t. */
+bool sw__la_selected(const sw_leap_array *la, sw__selector sel, int64_t t, const sw_window *w,
+                     sw_time_predicate pred, void *user);
 /* Collect selected windows oldest first into out (the oldest cap of them);
  * returns how many there are. */
 int sw__la_collect(const sw_leap_array *la, sw__selector sel, int64_t t,

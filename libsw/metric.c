@@ -285,20 +285,39 @@ SW_API int64_t sw_metric_min_rt(const sw_metric *m) {
   return sw_metric_min_rt_at(m, sw_now_ms());
 }
 
+/* PASS of the window starting at start in slot idx: the main window's, or
+ * the passes borrowed for it while no main window holds it. -1: neither. */
+static int64_t sw__window_pass(const sw_metric *m, uint32_t idx, int64_t start) {
+  sw_window w;
+  sw__la_slot *s = sw__la_slot_at(&m->la, idx);
+  uint64_t seq;
+  int64_t have;
+  if (sw__la_active(s, &seq, &have) && have == start) {
+    w.bucket = sw__la_body(&m->la, s, (seq >> 1) & 1);
+    return sw__mb_get(&m->cfg, w.bucket, SW_EVENT_PASS);
+  }
+  return m->hdr->occupiable ? sw__borrowed_for(m, idx, start) : -1;
+}
+
 SW_API int64_t sw_metric_window_pass_at(const sw_metric *m, int64_t t) {
   SW__METRIC_CHECK(m);
-  sw_window w;
-  int rc = sw_leap_array_window_value_at(&m->la, t, &w);
-  if (rc <= 0) return rc;
-  return sw__mb_get(&m->cfg, w.bucket, SW_EVENT_PASS);
+  SW__CHECK_TIME(t);
+  int64_t v = sw__window_pass(m, (uint32_t)((t / m->la.wl) % m->la.n), t - t % m->la.wl);
+  return v > 0 ? v : 0;
 }
 
 static int64_t sw__previous(const sw_metric *m, int64_t t, sw_event ev) {
   SW__METRIC_CHECK(m);
   sw_window w;
   int rc = sw_leap_array_previous_window_at(&m->la, t, &w);
-  if (rc <= 0) return rc;
-  return sw__mb_get(&m->cfg, w.bucket, ev);
+  if (rc < 0) return rc;
+  if (rc == 1) return sw__mb_get(&m->cfg, w.bucket, ev);
+  /* no main window: passes borrowed for it count as they do in pass_at */
+  const int64_t wid = t / m->la.wl, start = (wid - 1) * m->la.wl;
+  if (ev != SW_EVENT_PASS || wid == 0 || !m->hdr->occupiable || t - start > m->la.interval)
+    return 0;
+  int64_t v = sw__window_pass(m, (uint32_t)((wid - 1) % m->la.n), start);
+  return v > 0 ? v : 0;
 }
 
 SW_API int64_t sw_metric_previous_window_pass_at(const sw_metric *m, int64_t t) {
@@ -453,18 +472,54 @@ void sw__metric_record(const sw__metric_cfg *cfg, const void *bucket, int64_t st
   rec->would_block = sw__mb_get(cfg, bucket, SW_EVENT_WOULD_BLOCK);
 }
 
+int sw__metric_collect(const sw_metric *m, sw__selector sel, int64_t t, sw_time_predicate pred,
+                       void *user, sw__mwin *out, uint32_t cap) {
+  const uint32_t n = (uint32_t)m->la.n;
+  sw_window wstack[64], *w = wstack;
+  sw__mwin astack[64], *all = astack;
+  if (n > 32 && ((w = sw__malloc(n * sizeof *w)) == NULL ||
+                 (all = sw__malloc(2 * n * sizeof *all)) == NULL)) {
+    if (w != wstack) sw__free(w);
+    return sw__fail(SW_ENOMEM, "windows of %u slots", n);
+  }
+  int count = sw__la_collect(&m->la, sel, t, pred, user, w, n);
+  uint32_t k = 0;
+  for (int i = 0; i < count; i++) all[k++] = (sw__mwin){w[i].start_ms, w[i].bucket, &m->cfg};
+  const int64_t ws = t - t % m->la.wl;
+  for (uint32_t i = 0; m->hdr->occupiable && i < n; i++) { /* borrowed-only windows */
+    sw__la_slot *fs = sw__la_slot_at(&m->future, i), *ms = sw__la_slot_at(&m->la, i);
+    uint64_t seq, mseq;
+    int64_t start, mstart;
+    if (!sw__la_active(fs, &seq, &start) || start > ws ||
+        (sw__la_active(ms, &mseq, &mstart) && mstart == start))
+      continue;
+    sw_window fw = {start, m->la.wl, NULL, 0, i};
+    void *body = sw__la_body(&m->future, fs, (seq >> 1) & 1);
+    if (sw__mb_get(&m->fcfg, body, SW_EVENT_PASS) <= 0 ||
+        !sw__la_selected(&m->la, sel, t, &fw, pred, user))
+      continue;
+    uint32_t at = k++; /* keep all[] sorted by start */
+    for (; at > 0 && all[at - 1].start > start; at--) all[at] = all[at - 1];
+    all[at] = (sw__mwin){start, body, &m->fcfg};
+  }
+  for (uint32_t i = 0; i < k && i < cap; i++) out[i] = all[i];
+  if (w != wstack) sw__free(w);
+  if (all != astack) sw__free(all);
+  return (int)k;
+}
+
 static int sw__records(const sw_metric *m, sw__selector sel, int64_t t, sw_time_predicate pred,
                        void *user, sw_metric_record *out, uint32_t cap) {
   SW__METRIC_CHECK(m);
   SW__CHECK_TIME(t);
   if (out == NULL && cap > 0) return sw__fail(SW_ENULL, "out is NULL with cap=%u", cap);
-  sw_window w[64], *all = w;
-  uint32_t wcap = cap < (uint32_t)m->la.n ? cap : (uint32_t)m->la.n;
+  sw__mwin w[64], *all = w;
+  uint32_t wcap = cap < 2 * (uint32_t)m->la.n ? cap : 2 * (uint32_t)m->la.n;
   if (wcap > 64 && (all = sw__malloc(wcap * sizeof *all)) == NULL)
     return sw__fail(SW_ENOMEM, "records of %u windows", wcap);
-  int n = sw__la_collect(&m->la, sel, t, pred, user, all, wcap);
-  for (uint32_t i = 0; i < (uint32_t)n && i < wcap; i++)
-    sw__metric_record(&m->cfg, all[i].bucket, all[i].start_ms, &out[i]);
+  int n = sw__metric_collect(m, sel, t, pred, user, all, wcap);
+  for (uint32_t i = 0; n > 0 && i < (uint32_t)n && i < wcap; i++)
+    sw__metric_record(all[i].cfg, all[i].bucket, all[i].start, &out[i]);
   if (all != w) sw__free(all);
   return n;
 }

@@ -54,6 +54,21 @@ int sw__metric_admit(sw_metric *m, int64_t t, int64_t n, double limit, bool stri
 void sw__metric_options(const sw_options *opts, bool *occupiable, uint32_t *stripes,
                         int64_t *max_rt);
 
+/* A window of a metric as its readers see it: a bucket of the main array,
+ * or, for an occupiable metric, the future array's bucket of a window that
+ * holds only passes borrowed for it (its main window not written yet). */
+typedef struct sw__mwin {
+  int64_t start;
+  const void *bucket;
+  const sw__metric_cfg *cfg;
+} sw__mwin;
+
+/* The windows sw__la_collect selects on the main array, plus the borrowed-only
+ * windows selected by the same rule (and started by t), oldest first: the
+ * oldest cap are written; returns how many there are. */
+int sw__metric_collect(const sw_metric *m, sw__selector sel, int64_t t, sw_time_predicate pred,
+                       void *user, sw__mwin *out, uint32_t cap);
+
 /* Fill a record from a metric bucket. */
 void sw__metric_record(const sw__metric_cfg *cfg, const void *bucket, int64_t start,
                        sw_metric_record *rec);

@@ -46,27 +46,31 @@ static int sw__in_range(int64_t start, void *user) {
   return start >= r->lo && start <= r->hi;
 }
 
-/* Real windows of the view's interval ending at t; returns the count. */
-static int sw__view_windows(const sw_sliding_view *v, int64_t t, sw_window *out) {
+/* Real windows of the view's interval ending at t (borrowed-only windows of
+ * an occupiable metric included, as its sums include them); returns the count. */
+static int sw__view_windows(const sw_sliding_view *v, int64_t t, sw__mwin *out) {
   const sw_leap_array *la = &v->real->la;
   sw__range r;
   r.hi = t - t % la->wl;
   r.lo = r.hi - v->interval + la->wl;
-  return sw__la_collect(la, SW__SEL_CONDITION, t, sw__in_range, &r, out, (uint32_t)la->n);
+  return sw__metric_collect(v->real, SW__SEL_CONDITION, t, sw__in_range, &r, out,
+                            2 * (uint32_t)la->n);
 }
 
 #define SW__VIEW_FOLD(v, t, body)                                              \
   do {                                                                         \
-    sw_window stack_[64], *w_ = stack_;                                        \
-    uint32_t n_ = (uint32_t)(v)->real->la.n;                                  \
-    if (n_ > 64 && (w_ = sw__malloc(n_ * sizeof *w_)) == NULL)                     \
+    sw__mwin stack_[64], *w_ = stack_;                                         \
+    uint32_t n_ = 2 * (uint32_t)(v)->real->la.n;                               \
+    if (n_ > 64 && (w_ = sw__malloc(n_ * sizeof *w_)) == NULL)                 \
       return sw__fail(SW_ENOMEM, "view over %u windows", n_);                  \
     int count_ = sw__view_windows(v, t, w_);                                   \
     for (int i_ = 0; i_ < count_; i_++) {                                      \
       const void *bucket = w_[i_].bucket;                                      \
+      const sw__metric_cfg *cfg = w_[i_].cfg;                                  \
       body;                                                                    \
     }                                                                          \
-    if (w_ != stack_) sw__free(w_);                                                \
+    if (w_ != stack_) sw__free(w_);                                            \
+    if (count_ < 0) return count_;                                             \
   } while (0)
 
 #define SW__VIEW_CHECK(v, t, event)                                            \
@@ -78,7 +82,7 @@ static int sw__view_windows(const sw_sliding_view *v, int64_t t, sw_window *out)
 SW_API int64_t sw_sliding_view_sum_at(const sw_sliding_view *v, int64_t t, sw_event event) {
   SW__VIEW_CHECK(v, t, event);
   int64_t sum = 0;
-  SW__VIEW_FOLD(v, t, sum = sw__sat_add(sum, sw__mb_get(&v->real->cfg, bucket, event)));
+  SW__VIEW_FOLD(v, t, sum = sw__sat_add(sum, sw__mb_get(cfg, bucket, event)));
   return sum;
 }
 
@@ -98,7 +102,7 @@ SW_API int64_t sw_sliding_view_max_of_single_bucket_at(const sw_sliding_view *v,
   SW__VIEW_CHECK(v, t, event);
   int64_t max = 0;
   SW__VIEW_FOLD(v, t, {
-    int64_t x = sw__mb_get(&v->real->cfg, bucket, event);
+    int64_t x = sw__mb_get(cfg, bucket, event);
     max = x > max ? x : max;
   });
   return max;
@@ -108,7 +112,7 @@ SW_API int64_t sw_sliding_view_min_rt_at(const sw_sliding_view *v, int64_t t) {
   SW__VIEW_CHECK(v, t, 0);
   int64_t min = v->real->cfg.max_rt;
   SW__VIEW_FOLD(v, t, {
-    int64_t x = sw__mb_min_rt(&v->real->cfg, bucket);
+    int64_t x = sw__mb_min_rt(cfg, bucket);
     min = x < min ? x : min;
   });
   return min > 1 ? min : 1;
@@ -130,16 +134,20 @@ SW_API int sw_sliding_view_second_metrics_on_condition_at(const sw_sliding_view 
   SW__VIEW_CHECK(v, t, 0);
   if (out == NULL && cap > 0) return sw__fail(SW_ENULL, "out is NULL with cap=%u", cap);
   const sw_metric *m = v->real;
-  sw_window stack[64], *w = stack;
-  uint32_t n = (uint32_t)m->la.n;
+  sw__mwin stack[64], *w = stack;
+  uint32_t n = 2 * (uint32_t)m->la.n;
   if (n > 64 && (w = sw__malloc(n * sizeof *w)) == NULL)
     return sw__fail(SW_ENOMEM, "view over %u windows", n);
-  int count = sw__la_collect(&m->la, SW__SEL_CONDITION, t, pred, user, w, n);
+  int count = sw__metric_collect(m, SW__SEL_CONDITION, t, pred, user, w, n);
+  if (count < 0) {
+    if (w != stack) sw__free(w);
+    return count;
+  }
   int groups = 0;
   sw_metric_record cur = {0};
   for (int i = 0; i < count; i++) { /* windows come oldest first: group by second */
     sw_metric_record r;
-    sw__metric_record(&m->cfg, w[i].bucket, w[i].start_ms - w[i].start_ms % 1000, &r);
+    sw__metric_record(w[i].cfg, w[i].bucket, w[i].start - w[i].start % 1000, &r);
     if (groups > 0 && r.start_ms == cur.start_ms) {
       cur.pass += r.pass;
       cur.block += r.block;

@@ -398,6 +398,23 @@ START_TEST(test_prioritized_ignored_elsewhere) {
 }
 END_TEST
 
+/* Sentinel's differential case: threshold 1, prioritized entries at
+ * ...1749 (pass), ...2009 (borrows [2500, 3000): wait 491) and ...3146:
+ * the borrowed pass is in the interval (libsw counts it even though no
+ * entry wrote that window) and leaves it at 3500, so the third waits 354. */
+START_TEST(test_prioritized_walk_subtracts_borrowed_window) {
+  sw_limiter *l = limiter_new(SW_GRADE_QPS, SW_BEHAVIOR_REJECT, 1);
+  sw_decision d;
+  ENTER(l, 1000001749, 1, SW_ENTRY_PRIORITIZED, d);
+  ck_decision(d, PASS, 0, 0, 0, 0);
+  ENTER(l, 1000002009, 1, SW_ENTRY_PRIORITIZED, d);
+  ck_decision(d, WAIT, 491, 0, 0, 1);
+  ENTER(l, 1000003146, 1, SW_ENTRY_PRIORITIZED, d);
+  ck_decision(d, WAIT, 354, 0, 0, 1);
+  sw_limiter_free(l);
+}
+END_TEST
+
 /* ----------------------------------------------------------------- pacing */
 
 /* RateLimiterController, threshold 10 -> 100 ms apart: the first entry
@@ -1459,7 +1476,7 @@ int main(void) {
            test_entry_and_exit_records);
   SW_TCASE(s, "prioritized", test_prioritized_borrows_next_window,
            test_prioritized_pass_visible_at_window_start, test_prioritized_borrow_limit,
-           test_prioritized_ignored_elsewhere);
+           test_prioritized_ignored_elsewhere, test_prioritized_walk_subtracts_borrowed_window);
   SW_TCASE(s, "pacing", test_pacing_queue, test_pacing_spacing,
            test_pacing_cost_and_queue_option, test_pacing_java_ports, test_pacing_go_ports,
            test_pacing_zero_units, test_pacing_sub_millisecond_cost,

@@ -379,6 +379,31 @@ START_TEST(test_try_occupy_timeout_option) {
 }
 END_TEST
 
+/* Passes borrowed into a window that nobody wrote are in pass_at and leave
+ * the interval with their window: the walk subtracts them. Default node, a
+ * pass borrowed for [2500, 3000): at 3146 the interval holds it, and when
+ * [2500, 3000) leaves at 3500 there is room for 1 more (wait 354); the 4x200
+ * example of the issue: borrowed 2 + 1 for [600, 800), queried at 628. */
+START_TEST(test_try_occupy_borrowed_only_window) {
+  sw_node *n = node_new(NULL);
+  ck_ok(sw_node_add_waiting(n, 2500, 1));
+  ck_assert_int_eq(sw_metric_pass_at(sw_node_second_metric(n), 3146), 1);
+  ck_assert_int_eq(sw_node_try_occupy_next_at(n, 3146, 1, 1), 354);
+  sw_node_free(n);
+
+  sw_options *o = opts_new();
+  ck_ok(sw_options_set(o, SW_OPT_SECOND_SAMPLE_COUNT, 4));
+  ck_ok(sw_options_set(o, SW_OPT_SECOND_INTERVAL_MS, 800));
+  ck_ok(sw_options_set(o, SW_OPT_OCCUPY_TIMEOUT_MS, 200));
+  n = node_new(o);
+  ck_ok(sw_node_add_waiting(n, 614, 2));
+  ck_ok(sw_node_add_waiting(n, 728, 1));
+  ck_assert_int_eq(sw_node_try_occupy_next_at(n, 628, 1, 10), 172);
+  sw_node_free(n);
+  sw_options_free(o);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ export */
 
 static int has_start(const sw_metric_record *r, int count, int64_t start) {
@@ -606,7 +631,8 @@ int main(void) {
   SW_TCASE(s, "borrowing", test_concurrency, test_waiting,
            test_borrowed_pass_visible_at_window_start, test_add_occupied_pass,
            test_try_occupy_worked_example, test_try_occupy_counts_waiting,
-           test_try_occupy_several_windows, test_try_occupy_timeout_option);
+           test_try_occupy_several_windows, test_try_occupy_timeout_option,
+           test_try_occupy_borrowed_only_window);
   SW_TCASE(s, "errors", test_options_validation, test_null_and_time_errors,
            test_failed_rt_records_nothing);
   return sw_test_run(s);

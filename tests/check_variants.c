@@ -392,12 +392,49 @@ START_TEST(test_occupiable_future_window_in_the_past) {
   ck_assert_int_eq(sw_metric_waiting_at(m, s + 1000), 0);
   ck_assert_int_eq(sw_metric_waiting_at(m, s + 5000), 0);
   /* No main window was made current at s + 1000: the sums read the borrow
-   * array, the stored window (getWindowValue) has nothing yet. */
+   * array, and so does every read of that window. */
   ck_assert_int_eq(sw_metric_pass_at(m, s + 1100), 4);
-  ck_assert_int_eq(sw_metric_window_pass_at(m, s + 1000), 0);
+  ck_assert_int_eq(sw_metric_window_pass_at(m, s + 1000), 4);
   ck_ok(sw_metric_add_pass_at(m, s + 1100, 1)); /* the carry: counted once */
   ck_assert_int_eq(sw_metric_pass_at(m, s + 1100), 5);
   ck_assert_int_eq(sw_metric_window_pass_at(m, s + 1000), 5);
+  sw_metric_free(m);
+}
+END_TEST
+
+/* Every read of a window with passes borrowed for it and no main window yet
+ * agrees with pass_at: the window's own pass, the previous window, the
+ * details (their passes sum to pass_at) and the sliding view. */
+START_TEST(test_occupiable_borrowed_only_window_reads) {
+  sw_metric *m = occupiable_metric(2, 1000); /* W = 500 */
+  const int64_t s = T - T % 1000;
+  ck_ok(sw_metric_add_pass_at(m, s + 100, 2));
+  ck_ok(sw_metric_add_waiting(m, s + 500, 3)); /* [s+500, s+1000): never written */
+  const int64_t t = s + 1100;
+  ck_assert_int_eq(sw_metric_pass_at(m, t), 3);
+  ck_assert_int_eq(sw_metric_window_pass_at(m, s + 700), 3);
+  ck_assert_int_eq(sw_metric_previous_window_pass_at(m, t), 3);
+  ck_assert_int_eq(sw_metric_previous_window_block_at(m, t), 0);
+  sw_metric_record rec[4];
+  ck_assert_int_eq(sw_metric_details_at(m, t, rec, 4), 1);
+  ck_assert_int_eq(rec[0].start_ms, s + 500);
+  ck_assert_int_eq(rec[0].pass, 3);
+  ck_assert_int_eq(rec[0].block, 0);
+  ck_assert_int_eq(rec[0].min_rt, 5000);
+  /* at s + 700 the details hold both windows, oldest first, summing to pass_at */
+  ck_assert_int_eq(sw_metric_details_at(m, s + 700, rec, 4), 2);
+  ck_assert_int_eq(rec[0].start_ms, s);
+  ck_assert_int_eq(rec[1].start_ms, s + 500);
+  ck_assert_int_eq(rec[0].pass + rec[1].pass, sw_metric_pass_at(m, s + 700));
+  /* a cap keeps the oldest */
+  ck_assert_int_eq(sw_metric_details_at(m, s + 700, rec, 1), 2);
+  ck_assert_int_eq(rec[0].start_ms, s);
+  /* once carried, the same numbers */
+  ck_ok(sw_metric_add_block_at(m, s + 600, 1));
+  ck_assert_int_eq(sw_metric_window_pass_at(m, s + 700), 3);
+  ck_assert_int_eq(sw_metric_details_at(m, t, rec, 4), 1);
+  ck_assert_int_eq(rec[0].pass, 3);
+  ck_assert_int_eq(rec[0].block, 1);
   sw_metric_free(m);
 }
 END_TEST
@@ -531,7 +568,7 @@ int main(void) {
            test_java_occupiable_bucket_leap_array_multi_thread_update_empty_window,
            test_java_occupiable_bucket_leap_array_window_after_one_interval,
            test_occupiable_carry_on_reset, test_occupiable_borrow_across_two_windows,
-           test_occupiable_future_window_in_the_past, test_occupiable_sealed_future_window,
+           test_occupiable_future_window_in_the_past, test_occupiable_borrowed_only_window_reads, test_occupiable_sealed_future_window,
            test_occupiable_borrow_behind_newer_future_window, test_add_waiting_bad_input,
            test_occupiable_by_name_without_borrow);
   SW_TCASE(s, "bucket_get", test_metric_bucket_get);

@@ -377,7 +377,9 @@ SW_API int64_t sw_metric_max_success_at(const sw_metric *m, int64_t t);
 /* Smallest min RT of the interval, at least 1 (max RT when idle). */
 SW_API int64_t sw_metric_min_rt(const sw_metric *m);
 SW_API int64_t sw_metric_min_rt_at(const sw_metric *m, int64_t t);
-/* PASS of the stored window containing t (getWindowPass); 0 if none. */
+/* PASS of the stored window containing t (getWindowPass); 0 if none. A
+ * window holding only passes borrowed for it counts with them (as pass_at),
+ * and so do previous_window_pass and details. */
 SW_API int64_t sw_metric_window_pass_at(const sw_metric *m, int64_t t);
 /* PASS / BLOCK of the window before the window of now / t. */
 SW_API int64_t sw_metric_previous_window_pass(const sw_metric *m);

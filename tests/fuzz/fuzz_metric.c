@@ -86,6 +86,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       for (int j = 0; j < count; j++) CHECK(w[j].start_ms, starts[j]);
       for (int e = 0; e < SW_EVENT_COUNT; e++)
         CHECK(sw_metric_sum_at(m, t, (sw_event)e), model_sum(&md, t, (sw_event)e, false));
+      /* the details hold every window of the interval: their passes sum to pass_at */
+      sw_metric_record rec[2 * MODEL_MAX_SLOTS];
+      int nrec = sw_metric_details_at(m, t, rec, 2 * MODEL_MAX_SLOTS);
+      int64_t pass = 0;
+      for (int j = 0; j < nrec; j++) pass += rec[j].pass;
+      CHECK(pass, model_sum(&md, t, SW_EVENT_PASS, false));
     }
     }
   }

@@ -124,17 +124,23 @@ static int64_t model_waiting(const model *m, int64_t t) {
   return sum;
 }
 
+/* PASS of the window starting at start: the main window's, or what was
+ * borrowed for it while no main window holds it. */
+static int64_t model_pass_of(const model *m, int64_t start) {
+  int i = model_idx(m, start);
+  if (m->w[i].used && m->w[i].start == start) return m->w[i].c[SW_EVENT_PASS];
+  if (m->occupiable && m->f[i].used && m->f[i].start == start) return m->f[i].pass;
+  return 0;
+}
+
 static int64_t model_window_pass(const model *m, int64_t t) {
-  const model_window *w = &m->w[model_idx(m, t)];
-  return w->used && w->start <= t && t - w->start < m->wl ? w->c[SW_EVENT_PASS] : 0;
+  return model_pass_of(m, model_start(m, t));
 }
 
 static int64_t model_previous_pass(const model *m, int64_t t) {
-  int64_t wid = t / m->wl;
-  if (wid == 0) return 0;
-  const model_window *w = &m->w[(wid - 1) % m->n];
-  if (!w->used || w->start != (wid - 1) * m->wl || t - w->start > m->interval) return 0;
-  return w->c[SW_EVENT_PASS];
+  int64_t wid = t / m->wl, start = (wid - 1) * m->wl;
+  if (wid == 0 || t - start > m->interval) return 0;
+  return model_pass_of(m, start);
 }
 
 /* Starts of the stored windows of the interval ending at t, oldest first. */
