@@ -180,9 +180,15 @@ static int64_t sw__borrowed_for(const sw_metric *m, uint32_t slot, int64_t start
   }
 }
 
+/* Fold an event over the interval ending at t (sum, or max). cur (may be
+ * NULL) receives the body of t's window when the slot already holds it.
+ * strict (a strict admission's read): stripe 0 of that body, the CAS word,
+ * is left out of the sum, and *unsealed reports an older window of the
+ * interval whose CAS word is not sealed yet. */
 static inline __attribute__((always_inline)) int64_t sw__fold_ex(const sw_metric *m, int64_t t,
                                                                  sw_event ev, bool max,
-                                                                 void **cur, bool skip_word) {
+                                                                 void **cur, bool strict,
+                                                                 bool *unsealed) {
   /* Geometry in locals: the acquire loads below would make the compiler
    * reload fields of *la on every slot. */
   const sw_leap_array *la = &m->la;
@@ -207,12 +213,16 @@ static inline __attribute__((always_inline)) int64_t sw__fold_ex(const sw_metric
         v = sw__borrowed_for(m, i, want);
       } else {
         void *body = slot + SW_CACHE_LINE + ((seq >> 1) & 1) * body_size;
-        if (skip_word && start == ws) { /* all but stripe 0 (the strict CAS word) */
+        if (strict && start == ws) { /* all but stripe 0 (the strict CAS word) */
           v = 0;
           for (uint32_t k = 1; k < stripes; k++)
             v += atomic_load_explicit(&((sw__mb_stripe *)body)[k].c[ev], memory_order_relaxed);
         } else {
           v = sw__mb_sum(stripes, body, ev);
+          if (ev == SW_EVENT_PASS) { /* only stripe 0 can carry the seal bit */
+            if (strict && !(v & SW__SEALED)) *unsealed = true;
+            v &= ~SW__SEALED;
+          }
         }
         if (sw__unlikely(!sw__la_still_valid(s, seq))) continue;
         if (cur && start == ws) *cur = body;
@@ -227,7 +237,7 @@ static inline __attribute__((always_inline)) int64_t sw__fold_ex(const sw_metric
 static inline __attribute__((always_inline)) int64_t sw__fold(const sw_metric *m, int64_t t,
                                                               sw_event ev, bool max,
                                                               void **cur) {
-  return sw__fold_ex(m, t, ev, max, cur, false);
+  return sw__fold_ex(m, t, ev, max, cur, false, NULL);
 }
 
 SW_API int64_t sw_metric_sum_at(const sw_metric *m, int64_t t, sw_event event) {
@@ -392,19 +402,53 @@ static inline bool sw__over(int64_t pass, double isec, int64_t n, double limit) 
   return (double)(int64_t)((double)pass / isec) + (double)n > limit;
 }
 
+/* Seal the CAS word of every window of the interval ending at t that is
+ * older than t's window: strict admissions that still hold an older time
+ * then fail their CAS and decide again at the newer window. */
+static void sw__seal_older(sw_metric *m, int64_t t) {
+  const sw_leap_array *la = &m->la;
+  const int64_t ws = t - t % la->wl, lo = sw__la_range_lo(la, ws);
+  for (uint32_t i = 0; i < (uint32_t)la->n; i++) {
+    sw__la_slot *s = sw__la_slot_at(la, i);
+    uint64_t seq;
+    int64_t start;
+    if (!sw__la_active(s, &seq, &start) || start < lo || start >= ws) continue;
+    sw__mb_stripe *st = sw__la_body(la, s, (seq >> 1) & 1);
+    atomic_fetch_or_explicit(&st->c[SW_EVENT_PASS], SW__SEALED, memory_order_relaxed);
+  }
+}
+
+/* Strict admissions are linearizable across windows: the first one in a
+ * window seals the CAS words of the older windows of its interval before it
+ * reads them, so a racing admission that holds an older time either counted
+ * before the seal (and is read) or fails its CAS on the sealed word and is
+ * decided again at the newer window. The boundary cannot overshoot. */
 int sw__metric_admit(sw_metric *m, int64_t t, int64_t n, double limit, bool strict,
                      int64_t *pass_before) {
   const double isec = (double)m->la.interval / 1000.0;
+  const int64_t wl = m->la.wl;
   for (;;) {
     void *body = NULL;
-    /* strict: everything but the CAS word, which only strict admissions
-     * change, and each CAS re-checks it. */
-    int64_t pass = sw__fold_ex(m, t, SW_EVENT_PASS, false, &body, strict);
+    bool unsealed = false;
+    int64_t pass = sw__fold_ex(m, t, SW_EVENT_PASS, false, &body, strict, &unsealed);
+    if (unsealed) {
+      sw__seal_older(m, t);
+      continue;
+    }
     if (body == NULL) {
       *pass_before = pass;
       if (sw__over(pass, isec, n, limit)) return 0;
       /* the window does not exist yet: create it and look again */
-      if (sw__la_current_body(&m->la, t) == NULL) return 1; /* detached: nothing to count */
+      if (sw__la_current_body(&m->la, t) != NULL) continue;
+      /* The slot holds a newer window (the caller's time is behind). Fast
+       * mode, as Sentinel, admits without counting; strict mode decides at
+       * that window's start. A reset that failed (its lock timed out) also
+       * lands here: the entry is admitted uncounted rather than refused. */
+      uint64_t seq;
+      int64_t start;
+      sw__la_slot *s = sw__la_slot_at(&m->la, (uint32_t)((t / wl) % m->la.n));
+      if (!strict || !sw__la_active(s, &seq, &start) || start <= t) return 1;
+      t = start;
       continue;
     }
     if (!strict) {
@@ -415,12 +459,20 @@ int sw__metric_admit(sw_metric *m, int64_t t, int64_t n, double limit, bool stri
     }
     _Atomic int64_t *word = &((sw__mb_stripe *)body)->c[SW_EVENT_PASS];
     int64_t c = atomic_load_explicit(word, memory_order_relaxed);
-    do {
+    for (;;) {
+      if (sw__unlikely(c & SW__SEALED)) break; /* a newer window has started */
       *pass_before = pass + c;
       if (sw__over(pass + c, isec, n, limit)) return 0;
-    } while (!atomic_compare_exchange_weak_explicit(word, &c, c + n, memory_order_relaxed,
-                                                    memory_order_relaxed));
-    return 1;
+      if (atomic_compare_exchange_weak_explicit(word, &c, c + n, memory_order_relaxed,
+                                                memory_order_relaxed))
+        return 1;
+    }
+    const int64_t next = t - t % wl + wl;
+    if (next < t) { /* the end of time: nothing newer to decide at */
+      *pass_before = pass + (c & ~SW__SEALED);
+      return 0;
+    }
+    t = next;
   }
 }
 

@@ -993,6 +993,103 @@ START_TEST(test_strict_exact_under_threads) {
 }
 END_TEST
 
+/* Strict mode at a window boundary: an entry whose time is behind another's
+ * (its clock read just before the boundary, its call run just after) used to
+ * add to the older window after the newer entry had read it: 11 passes in a
+ * 10-per-second interval. The newer entry seals the older window first; the
+ * stale entry is decided again at the newer window, and blocked. Fast mode
+ * keeps Sentinel's check-then-add. */
+START_TEST(test_strict_boundary_no_overshoot) {
+  for (int strict = 1; strict >= 0; strict--) {
+    sw_options *o = rule_opts(SW_GRADE_QPS, SW_BEHAVIOR_REJECT, 10);
+    ck_ok(sw_options_set(o, SW_OPT_STRICT, strict));
+    sw_limiter *l = limiter_from(o);
+    sw_metric *sec = sw_node_second_metric(sw_limiter_node(l));
+    sw_decision d;
+    for (int i = 0; i < 9; i++) ENTER(l, 1400, 1, 0, d);
+    ENTER(l, 1600, 1, 0, d); /* window [1500, 2000): 9 + 1 = 10 */
+    ck_assert_int_eq(d.verdict, PASS);
+    ENTER(l, 1499, 1, 0, d); /* stale: [1000, 1500) holds 9 */
+    if (strict) {
+      ck_assert_int_eq(d.verdict, BLOCK);
+      ck_assert_int_eq(sw_metric_pass_at(sec, 1600), 10);
+      ck_assert_int_eq(sw_metric_pass_at(sec, 1499), 9);
+    } else {
+      ck_assert_int_eq(d.verdict, PASS);
+      ck_assert_int_eq(sw_metric_pass_at(sec, 1600), 11);
+    }
+    sw_limiter_free(l);
+    sw_options_free(o);
+  }
+  /* an entry whose slot already holds a newer window (time behind by a lap)
+   * is decided at that window in strict mode, not admitted uncounted */
+  sw_limiter *l = limiter_new(SW_GRADE_QPS, SW_BEHAVIOR_REJECT, 10);
+  sw_decision d;
+  for (int i = 0; i < 10; i++) ENTER(l, 2100, 1, 0, d);
+  ENTER(l, 1100, 1, 0, d); /* slot of [1000, 1500) holds [2000, 2500) */
+  ck_assert_int_eq(d.verdict, BLOCK);
+  ck_assert_int_eq(sw_metric_pass_at(sw_node_second_metric(sw_limiter_node(l)), 2100), 10);
+  sw_limiter_free(l);
+}
+END_TEST
+
+typedef struct boundary_worker {
+  pthread_t tid;
+  sw_limiter *l;
+  pthread_barrier_t *start;
+  int id;
+  int64_t passed;
+} boundary_worker;
+
+/* Each thread walks the clock across many window boundaries, its times
+ * lagging the others' by up to a few ms (a clock read before a boundary, a
+ * call after it). */
+static void *boundary_entries(void *arg) {
+  boundary_worker *w = arg;
+  pthread_barrier_wait(w->start);
+  uint32_t r = 2654435761u * (uint32_t)(w->id + 1);
+  for (int64_t i = 0; i < 4000; i++) {
+    r = r * 1103515245u + 12345u;
+    int64_t t = 10000 + i - (int64_t)((r >> 16) % 4);
+    sw_decision d;
+    if (sw_limiter_entry_at(w->l, t, 1, 0, &d) == SW_OK && d.verdict == PASS) w->passed++;
+  }
+  return NULL;
+}
+
+/* Strict mode under threads across boundaries: no interval of the
+ * per-second array ever holds more than the threshold, and every admission
+ * is counted. */
+START_TEST(test_strict_boundaries_under_threads) {
+  const int threads = 4, stress = getenv("SW_STRESS") ? atoi(getenv("SW_STRESS")) : 1;
+  for (int round = 0; round < 10 * stress; round++) {
+    sw_limiter *l = limiter_new(SW_GRADE_QPS, SW_BEHAVIOR_REJECT, 50);
+    pthread_barrier_t b;
+    pthread_barrier_init(&b, NULL, threads);
+    boundary_worker w[4];
+    for (int i = 0; i < threads; i++) {
+      w[i] = (boundary_worker){.l = l, .start = &b, .id = i};
+      ck_assert_int_eq(pthread_create(&w[i].tid, NULL, boundary_entries, &w[i]), 0);
+    }
+    int64_t total = 0;
+    for (int i = 0; i < threads; i++) {
+      pthread_join(w[i].tid, NULL);
+      total += w[i].passed;
+    }
+    pthread_barrier_destroy(&b);
+    sw_node *n = sw_limiter_node(l);
+    sw_metric *sec = sw_node_second_metric(n), *min = sw_node_minute_metric(n);
+    for (int64_t t = 9000; t < 14500; t++) {
+      int64_t pass = sw_metric_pass_at(sec, t);
+      ck_assert_msg(pass <= 50, "round %d: %lld passes in the interval ending at %lld", round,
+                    (long long)pass, (long long)t);
+    }
+    ck_assert_int_eq(sw_metric_pass_at(min, 14000), total);
+    sw_limiter_free(l);
+  }
+}
+END_TEST
+
 /* Fast mode (Sentinel's check-then-add): at least 1000 admitted (threads
  * racing for the last units may overshoot), and every admission counted. */
 START_TEST(test_fast_mode_under_threads) {
@@ -1487,6 +1584,7 @@ int main(void) {
            test_warm_up_pacing_cold_cost);
   SW_TCASE(s, "concurrency", test_concurrency_grade);
   SW_TCASE(s, "threads", test_strict_exact_under_threads, test_fast_mode_under_threads,
+           test_strict_boundary_no_overshoot, test_strict_boundaries_under_threads,
            test_strict_borrowing_under_threads, test_warm_up_sync_under_threads,
            test_concurrency_strict_under_threads);
   SW_TCASE(s, "rules", test_set_rule_keeps_statistics, test_set_rule_resets_pacing_queue,

@@ -581,7 +581,11 @@ SW_API sw_node *sw_limiter_node(sw_limiter *l);
 /* Decide an entry of n units (0..INT32_MAX) at now / t and count it: a pass
  * or wait counts n passes and one request in flight (call exit later), a
  * block counts n blocks. Thread-safe; in strict mode the check and the
- * count are one atomic step, so no thread overshoots the threshold. */
+ * count are one atomic step, so no thread or process overshoots the
+ * threshold in any interval, window boundaries included (an entry whose
+ * time is behind a newer window's entries is decided at the newer window).
+ * Errors: SW_ENULL, SW_EPERM (read-only), SW_ETIME (t < 0; pacing: t past
+ * 292 years in ns), SW_ERANGE (n), SW_EINVAL (flags). */
 SW_API int sw_limiter_entry(sw_limiter *l, int64_t n, uint32_t flags, sw_decision *d);
 SW_API int sw_limiter_entry_at(sw_limiter *l, int64_t t, int64_t n, uint32_t flags,
                                sw_decision *d);
