@@ -33,6 +33,15 @@ int sw__alloc_pair(void **handle, size_t handle_size, void **block, uint64_t blo
 int sw__robust_init(pthread_mutex_t *m, bool process_shared);
 int sw__robust_lock(pthread_mutex_t *m, void (*repair)(void *), void *arg, const char *what);
 
+/* A kill point of the crash tests (kill_point.c): SIGKILL here when the
+ * environment's SW_TEST_KILL_AT names it. Rare paths only. */
+extern bool sw__kill_armed;
+void sw__kill_point(const char *point);
+#define SW__KILL_POINT(name)                                                    \
+  do {                                                                          \
+    if (sw__unlikely(sw__kill_armed)) sw__kill_point(name);                     \
+  } while (0)
+
 /* The code of the last sw__fail on this thread (for paths that return NULL). */
 int sw__last_code(void);
 

@@ -68,35 +68,41 @@ int sw__rule_from(const sw_options *opts, sw__rule *r) {
   return SW_OK;
 }
 
+/* Publish r: fill the unpublished copy, then advance rule_ver (writers hold
+ * rule_lock, or own the memory during initialisation). */
 static void sw__rule_store(sw__limiter_hdr *h, const sw__rule *r) {
   uint64_t w[SW__RULE_WORDS];
   memcpy(w, r, sizeof w);
-  uint64_t seq = atomic_load_explicit(&h->rule_seq, memory_order_relaxed) | 1;
-  atomic_store_explicit(&h->rule_seq, seq, memory_order_relaxed);
+  uint64_t ver = atomic_load_explicit(&h->rule_ver, memory_order_relaxed) + 1;
+  _Atomic uint64_t *copy = h->rule[ver & 1];
+  /* order the copy's stores after the previous publication (readers pair
+   * this with their acquire fence) */
   atomic_thread_fence(memory_order_release);
-  for (int i = 0; i < SW__RULE_WORDS; i++)
-    atomic_store_explicit(&h->rule[i], w[i], memory_order_relaxed);
-  atomic_store_explicit(&h->rule_seq, seq + 1, memory_order_release);
+  for (int i = 0; i < SW__RULE_WORDS; i++) {
+    atomic_store_explicit(&copy[i], w[i], memory_order_relaxed);
+    if (i == SW__RULE_WORDS / 2) SW__KILL_POINT("rule-write");
+  }
+  atomic_store_explicit(&h->rule_ver, ver, memory_order_release);
 }
 
 /* Load the rule; the reject behaviour needs only its first words unless
- * full is set. */
+ * full is set. Never waits: a retry means a write was published meanwhile. */
 static void sw__rule_load_ex(const sw__limiter_hdr *h, sw__rule *r, bool full) {
-  uint64_t w[SW__RULE_WORDS], seq;
+  uint64_t w[SW__RULE_WORDS], ver;
   int words;
   do {
-    seq = atomic_load_explicit(&h->rule_seq, memory_order_acquire);
+    ver = atomic_load_explicit(&h->rule_ver, memory_order_acquire);
+    const _Atomic uint64_t *copy = h->rule[ver & 1];
     for (int i = 0; i < SW__RULE_HOT; i++)
-      w[i] = atomic_load_explicit(&h->rule[i], memory_order_relaxed);
+      w[i] = atomic_load_explicit(&copy[i], memory_order_relaxed);
     memcpy(r, w, SW__RULE_HOT * sizeof w[0]);
     /* the plain reject rule needs nothing more */
     words = r->behavior == SW_BEHAVIOR_REJECT && !r->cluster && !full ? SW__RULE_HOT
                                                                       : SW__RULE_WORDS;
     for (int i = SW__RULE_HOT; i < words; i++)
-      w[i] = atomic_load_explicit(&h->rule[i], memory_order_relaxed);
+      w[i] = atomic_load_explicit(&copy[i], memory_order_relaxed);
     atomic_thread_fence(memory_order_acquire);
-  } while ((seq & 1) ||
-           seq != atomic_load_explicit(&h->rule_seq, memory_order_relaxed));
+  } while (ver != atomic_load_explicit(&h->rule_ver, memory_order_relaxed));
   if (words > SW__RULE_HOT)
     memcpy((uint64_t *)r + SW__RULE_HOT, w + SW__RULE_HOT,
            (size_t)(words - SW__RULE_HOT) * sizeof w[0]);
@@ -200,8 +206,8 @@ SW_API sw_node *sw_limiter_node(sw_limiter *l) {
 }
 
 /* Write a new rule (or, with r NULL, the current one with dry_run set),
- * under the rule lock. A writer that died mid-write left the seqlock odd:
- * the whole rule is written again here, which repairs it. */
+ * under the rule lock. A writer that died mid-write left its copy
+ * unpublished: readers never saw it, and this write fills it again whole. */
 static int sw__rule_write(sw_limiter *l, const sw__rule *r, int dry_run) {
   int rc = sw__robust_lock(&l->hdr->rule_lock, NULL, NULL, "rule");
   if (rc < 0) return rc;

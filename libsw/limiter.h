@@ -29,12 +29,18 @@ typedef struct sw__rule {
 #define SW__RULE_HOT 3
 _Static_assert(sizeof(sw__rule) == SW__RULE_WORDS * 8, "rule fits its words");
 
+/* The rule is kept twice: rule_ver names the published copy (rule_ver & 1).
+ * A writer (under rule_lock) fills the other copy and then advances
+ * rule_ver, so a reader never waits for a writer: it reads the published
+ * copy and retries only if a write was published meanwhile (the next write
+ * after that one reuses its copy). A writer killed halfway leaves only the
+ * unpublished copy half written, and the next writer rewrites it whole. */
 typedef struct sw__limiter_hdr {
   uint32_t magic;
   uint32_t registry_entry; /* in a registry: 1 + its index entry (sw_registry_at) */
   uint64_t node_off, total_size;
-  _Atomic uint64_t rule_seq; /* odd while the rule is being written */
-  _Atomic uint64_t rule[SW__RULE_WORDS];
+  _Atomic uint64_t rule_ver;
+  _Atomic uint64_t rule[2][SW__RULE_WORDS];
   pthread_mutex_t rule_lock; /* robust: serialises rule writers */
 } sw__limiter_hdr;
 

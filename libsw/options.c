@@ -37,6 +37,7 @@ static const sw__option_info sw__options[] = {
     {SW_OPT_CLUSTER_RETRY_MS, "SW_OPT_CLUSTER_RETRY_MS", 1, 600000, 1000, false},
     {SW_OPT_CLUSTER_LOW_WATER_PCT, "SW_OPT_CLUSTER_LOW_WATER_PCT", 0, 100, 25, false},
     {SW_OPT_DRY_RUN, "SW_OPT_DRY_RUN", 0, 1, 0, false},
+    {SW_OPT_SEGMENT_MAX_MB, "SW_OPT_SEGMENT_MAX_MB", 1, 1 << 24, 2048, false},
 };
 #define SW__OPTION_COUNT (sizeof sw__options / sizeof sw__options[0])
 

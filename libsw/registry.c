@@ -45,7 +45,7 @@ int sw__registry_init(void *mem, uint32_t capacity, const sw__node_geom *g, cons
   h->block_size = sw__limiter_size(g);
   h->total_size = sw__registry_size(capacity, g);
   h->geom = *g;
-  h->rule = *r;
+  h->rule[0] = *r;
   h->layout_version = SW__REGISTRY_LAYOUT_VERSION;
   h->magic = SW__REGISTRY_MAGIC;
   return SW_OK;
@@ -55,6 +55,9 @@ int sw__registry_bind(sw_registry *r, void *mem, uint64_t size) {
   sw__registry_hdr *h = mem;
   if (h->magic != SW__REGISTRY_MAGIC)
     return sw__fail(SW_ECORRUPT, "registry header has magic 0x%08x", h->magic);
+  if (h->layout_version != SW__REGISTRY_LAYOUT_VERSION)
+    return sw__fail(SW_EVERSION, "registry layout version %u, this libsw has %u",
+                    h->layout_version, SW__REGISTRY_LAYOUT_VERSION);
   if (sw__node_geom_validate(&h->geom) < 0)
     return sw__fail(SW_ECORRUPT, "registry geometry is invalid: %s", sw_last_error());
   if (h->capacity == 0 || h->capacity > (1u << 24) || h->index_size != sw__index_size(h->capacity) ||
@@ -184,18 +187,35 @@ SW_API int sw_registry_find(sw_registry *r, const char *name, sw_limiter **out) 
   return (*out = sw__handle(r, e->block)) ? 1 : sw__last_code();
 }
 
-/* Finish entries whose inserter died: their blocks were never published. */
+/* The rule new limiters start with (read under the insert lock). */
+static const sw__rule *sw__registry_rule(const sw_registry *r) {
+  return &r->hdr->rule[atomic_load(&r->hdr->rule_idx) & 1];
+}
+
+/* Finish an entry left BUSY by an inserter that died or failed (under the
+ * insert lock): its block is counted, initialised again, and published. An
+ * inserter publishes BUSY before it raises count, so count may still be
+ * short of the block: raising it here keeps the next insert off that block. */
+static int sw__finish(sw_registry *r, uint32_t i, const sw__rule *rule) {
+  sw__entry *e = &r->index[i];
+  if (atomic_load(&r->hdr->count) <= e->block) atomic_store(&r->hdr->count, e->block + 1);
+  void *mem = r->blocks + (uint64_t)e->block * r->hdr->block_size;
+  memset(mem, 0, r->hdr->block_size);
+  int rc = sw__limiter_init(mem, &r->hdr->geom, rule, r->shared);
+  if (rc < 0) return rc;
+  SW__KILL_POINT("registry-ready");
+  ((sw__limiter_hdr *)mem)->registry_entry = i + 1;
+  atomic_store_explicit(&e->state, SW__ENTRY_READY, memory_order_release);
+  return SW_OK;
+}
+
+/* Robust-lock repair: finish every entry a dead inserter left BUSY. */
 static void sw__recover(void *arg) {
   sw_registry *r = arg;
   for (uint32_t i = 0; i < r->hdr->index_size; i++) {
     sw__entry *e = &r->index[i];
-    if (atomic_load(&e->state) != SW__ENTRY_BUSY) continue;
-    void *mem = r->blocks + (uint64_t)e->block * r->hdr->block_size;
-    memset(mem, 0, r->hdr->block_size);
-    if (sw__limiter_init(mem, &r->hdr->geom, &r->hdr->rule, r->shared) == SW_OK) {
-      ((sw__limiter_hdr *)mem)->registry_entry = i + 1;
-      atomic_store_explicit(&e->state, SW__ENTRY_READY, memory_order_release);
-    }
+    if (atomic_load(&e->state) == SW__ENTRY_BUSY && e->block < r->hdr->capacity)
+      sw__finish(r, i, sw__registry_rule(r));
   }
 }
 
@@ -213,38 +233,39 @@ SW_API int sw_registry_get_ex(sw_registry *r, const char *name, const sw_options
   if (rc != 0) return rc < 0 ? rc : SW_OK;
   if (r->readonly)
     return sw__fail(SW_EPERM, "%s is not in the registry, which is attached read-only", name);
-  sw__rule rule = r->hdr->rule;
-  if (opts && (rc = sw__rule_from(opts, &rule)) < 0) return rc;
+  sw__rule custom;
+  if (opts && (rc = sw__rule_from(opts, &custom)) < 0) return rc;
   if ((rc = sw__lock(&r->hdr->insert_lock, r)) < 0) return rc;
+  const sw__rule *rule = opts ? &custom : sw__registry_rule(r);
   uint32_t hash = sw__hash(name), empty;
   bool busy;
   sw__entry *e = sw__probe(r, name, hash, &empty, &busy); /* again, under the lock */
-  if (e == NULL) {
+  if (e == NULL && busy) { /* left BUSY by an inserter that failed: finish it */
+    for (uint32_t i = hash & (r->hdr->index_size - 1);; i = (i + 1) & (r->hdr->index_size - 1)) {
+      e = &r->index[i];
+      if (atomic_load(&e->state) == SW__ENTRY_BUSY && e->hash == hash && strcmp(e->name, name) == 0)
+        break;
+    }
+    if ((rc = sw__finish(r, (uint32_t)(e - r->index), rule)) < 0) e = NULL;
+  } else if (e == NULL) {
     uint32_t block = atomic_load(&r->hdr->count);
     if (empty == UINT32_MAX) {
-      pthread_mutex_unlock(&r->hdr->insert_lock);
-      return sw__fail(SW_ECORRUPT, "registry index has no free slot for %u names", block);
+      rc = sw__fail(SW_ECORRUPT, "registry index has no free slot for %u names", block);
+    } else if (block >= r->hdr->capacity) {
+      rc = sw__fail(SW_EFULL, "registry is full: %u of %u names taken, %s not added", block,
+                    r->hdr->capacity, name);
+    } else {
+      e = &r->index[empty];
+      e->hash = hash;
+      e->block = block;
+      strcpy(e->name, name);
+      atomic_store_explicit(&e->state, SW__ENTRY_BUSY, memory_order_release);
+      SW__KILL_POINT("registry-busy");
+      if ((rc = sw__finish(r, empty, rule)) < 0) e = NULL;
     }
-    if (block >= r->hdr->capacity) {
-      pthread_mutex_unlock(&r->hdr->insert_lock);
-      return sw__fail(SW_EFULL, "registry is full: %u of %u names taken, %s not added", block,
-                      r->hdr->capacity, name);
-    }
-    e = &r->index[empty];
-    e->hash = hash;
-    e->block = block;
-    strcpy(e->name, name);
-    atomic_store(&e->state, SW__ENTRY_BUSY);
-    atomic_store(&r->hdr->count, block + 1);
-    void *mem = r->blocks + (uint64_t)block * r->hdr->block_size;
-    if ((rc = sw__limiter_init(mem, &r->hdr->geom, &rule, r->shared)) < 0) {
-      pthread_mutex_unlock(&r->hdr->insert_lock);
-      return rc;
-    }
-    ((sw__limiter_hdr *)mem)->registry_entry = empty + 1;
-    atomic_store_explicit(&e->state, SW__ENTRY_READY, memory_order_release);
   }
   pthread_mutex_unlock(&r->hdr->insert_lock);
+  if (e == NULL) return rc;
   return (*out = sw__handle(r, e->block)) ? SW_OK : sw__last_code();
 }
 
@@ -254,7 +275,9 @@ SW_API int sw_registry_set_rule(sw_registry *r, const sw_options *opts) {
   sw__rule rule;
   int rc = sw__rule_from(opts, &rule);
   if (rc < 0 || (rc = sw__lock(&r->hdr->insert_lock, r)) < 0) return rc;
-  r->hdr->rule = rule; /* read by inserters, under this lock */
+  uint32_t idx = atomic_load(&r->hdr->rule_idx) + 1; /* a writer killed here leaves */
+  r->hdr->rule[idx & 1] = rule;                       /* the published copy intact */
+  atomic_store(&r->hdr->rule_idx, idx);
   uint32_t count = atomic_load(&r->hdr->count);
   pthread_mutex_unlock(&r->hdr->insert_lock);
   for (uint32_t i = 0; i < count && rc == SW_OK; i++) {

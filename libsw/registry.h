@@ -34,9 +34,9 @@ typedef struct sw__registry_hdr {
   uint32_t index_size; /* power of two >= 2 * capacity */
   uint64_t index_off, blocks_off, block_size, total_size;
   sw__node_geom geom;
-  sw__rule rule; /* the rule new limiters start with */
+  sw__rule rule[2]; /* the rule new limiters start with: rule[rule_idx], written */
+  _Atomic uint32_t rule_idx; /* under the insert lock into the other copy, then flipped */
   _Atomic uint32_t count;
-  uint32_t pad_;
   pthread_mutex_t insert_lock;
 } sw__registry_hdr;
 

@@ -674,7 +674,7 @@ static void view_event_d_at(view_event_d_fn fn) {
 /* ====================================================== errors, version */
 
 static void bad_sw_strerror(void) {
-  static const int codes[] = {1, 22, -22, SW_ETYPE - 1, INT_MIN, INT_MAX};
+  static const int codes[] = {1, 23, -23, SW_EBUSY - 1, INT_MIN, INT_MAX};
   FOR_EACH(code, codes, "%d") {
     mark_point();
     ck_assert_str_eq(sw_strerror(code), "unknown error");
@@ -683,7 +683,7 @@ static void bad_sw_strerror(void) {
 }
 
 static void bad_sw_err_name(void) {
-  static const int codes[] = {1, 22, -22, SW_ETYPE - 1, INT_MIN, INT_MAX};
+  static const int codes[] = {1, 23, -23, SW_EBUSY - 1, INT_MIN, INT_MAX};
   FOR_EACH(code, codes, "%d") {
     mark_point();
     ck_assert_str_eq(sw_err_name(code), "SW_UNKNOWN");
@@ -2024,11 +2024,11 @@ static void bad_sw_segment_open(void) {
          SW_ENOTFOUND); /* read-only never creates */
   /* Unknown flag bits are refused (they stay free for later use). */
   EXPECT(sw_segment_open(&seg, name, 2, NULL, ~(SW_SEGMENT_CREATE | SW_SEGMENT_RESET |
-                                                SW_SEGMENT_READONLY)),
+                                                SW_SEGMENT_READONLY | SW_SEGMENT_FOLLOW)),
          SW_EINVAL);
   file_name(file, sizeof file, "nodir/x");
   EXPECT(sw_segment_open(&seg, file, 2, NULL, SW_SEGMENT_CREATE), SW_ENOTFOUND);
-  EXPECT(sw_segment_open(&seg, g_dir, 2, NULL, SW_SEGMENT_CREATE), SW_EIO); /* a directory */
+  EXPECT(sw_segment_open(&seg, g_dir, 2, NULL, SW_SEGMENT_CREATE), SW_EFOREIGN); /* a directory */
   ck_assert_ptr_null(seg);
   /* More than 1 TiB of limiters: refused before anything is created. */
   EXPECT(sw_segment_open(&seg, name, 1u << 24, huge_geometry(), SW_SEGMENT_CREATE),
@@ -2300,13 +2300,14 @@ static void bad_sw_segment_unlink(void) {
   char dir[256];
   file_name(dir, sizeof dir, "dir");
   ck_assert_int_eq(mkdir(dir, 0700), 0);
-  EXPECT(sw_segment_unlink(dir), SW_EIO);
+  EXPECT(sw_segment_unlink(dir), SW_EFOREIGN);
   rmdir(dir);
 }
 
 static void bad_sw_segment_registry(void) { EXPECT_NULL(sw_segment_registry(NULL)); }
 static void bad_sw_segment_name(void) { EXPECT_NULL(sw_segment_name(NULL)); }
 static void bad_sw_segment_size(void) { EXPECT(sw_segment_size(NULL), SW_ENULL); }
+static void bad_sw_segment_created(void) { EXPECT(sw_segment_created(NULL), SW_ENULL); }
 
 /* ============================================================= the table */
 
@@ -2470,6 +2471,7 @@ static const entry table[] = {
     E(sw_segment_open),
     E(sw_segment_registry),
     E(sw_segment_size),
+    E(sw_segment_created),
     E(sw_segment_unlink),
     E(sw_registry_set_rule),
     E(sw_limiter_set_dry_run),

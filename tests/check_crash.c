@@ -1,5 +1,6 @@
 /* Crash safety: processes killed with SIGKILL at any point — including in
- * the middle of a window reset — never stall the others nor corrupt counts.
+ * the middle of a window reset, a rule write, a registry insert or a
+ * segment's creation — never stall the others nor corrupt counts.
  * Iterations scale with SW_STRESS (default 1). */
 #include <errno.h>
 #include <signal.h>
@@ -227,8 +228,176 @@ START_TEST(test_random_kills_keep_counts) {
 }
 END_TEST
 
-int main(void) {
+/* ---- kills at exact points (the library's SW_TEST_KILL_AT) ------------- */
+
+/* What a victim process does before it is killed at its point. */
+static int victim(const char *action, const char *seg_name) {
+  sw_segment *seg;
+  sw_limiter *l;
+  uint32_t flags = strcmp(action, "create") == 0 ? SW_SEGMENT_CREATE : 0;
+  if (sw_segment_open(&seg, seg_name, 8, NULL, flags) != SW_OK) return 3;
+  if (strcmp(action, "rule") == 0) {
+    sw_options *o;
+    sw_options_create(&o);
+    sw_options_set_double(o, SW_OPT_THRESHOLD, 20);
+    if (sw_registry_get(sw_segment_registry(seg), "a", &l) != SW_OK) return 4;
+    sw_limiter_set_rule(l, o);
+  } else if (strcmp(action, "insert") == 0) {
+    sw_registry_get(sw_segment_registry(seg), "b", &l);
+  }
+  return 0; /* not killed: the parent reports it */
+}
+
+/* Run a victim in a fresh process (the kill point is read when the library
+ * loads) and check that it died at point. */
+static void kill_at(const char *point, const char *action, const char *seg_name) {
+  fflush(stderr);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    setenv("SW_TEST_KILL_AT", point, 1);
+    execl("/proc/self/exe", "check_crash", "--victim", action, seg_name, (char *)NULL);
+    _exit(99);
+  }
+  int status;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+                "victim of %s (%s) was not killed there: status %d", point, action, status);
+}
+
+static sw_segment *segment_new(const char *name, double threshold) {
+  sw_options *o;
+  ck_ok(sw_options_create(&o));
+  ck_ok(sw_options_set_double(o, SW_OPT_THRESHOLD, threshold));
+  sw_segment *seg;
+  sw_segment_unlink(name);
+  ck_ok(sw_segment_open(&seg, name, 8, o, SW_SEGMENT_CREATE));
+  sw_options_free(o);
+  return seg;
+}
+
+/* Run check in a child bounded by alarm(): a hang fails the test. */
+#define IN_BOUNDED_CHILD(...)                                                        \
+  do {                                                                               \
+    fflush(stderr);                                                                  \
+    pid_t c_ = fork();                                                               \
+    ck_assert_int_ge(c_, 0);                                                         \
+    if (c_ == 0) {                                                                   \
+      alarm(10);                                                                     \
+      __VA_ARGS__;                                                                          \
+      _exit(0);                                                                      \
+    }                                                                                \
+    int st_;                                                                         \
+    ck_assert_int_eq(waitpid(c_, &st_, 0), c_);                                      \
+    ck_assert_msg(WIFEXITED(st_) && WEXITSTATUS(st_) == 0, "check failed: status %d%s", \
+                  st_, WIFSIGNALED(st_) && WTERMSIG(st_) == SIGALRM ? " (hung)" : ""); \
+  } while (0)
+
+#define CHECK(cond)                                                                  \
+  do {                                                                               \
+    if (!(cond)) {                                                                   \
+      fprintf(stderr, "line %d: %s (%s)\n", __LINE__, #cond, sw_last_error());     \
+      _exit(2);                                                                      \
+    }                                                                                \
+  } while (0)
+
+/* A writer killed halfway through a rule write: every other process goes
+ * on with the old rule, never waits, and the next write works. */
+START_TEST(test_killed_inside_rule_write) {
+  char name[64];
+  snprintf(name, sizeof name, "sw-crash-rule-%d", (int)getpid());
+  sw_segment *seg = segment_new(name, 10);
+  sw_limiter *l;
+  ck_ok(sw_registry_get(sw_segment_registry(seg), "a", &l));
+  kill_at("rule-write", "rule", name);
+  IN_BOUNDED_CHILD({
+    sw_decision d;
+    sw_options *got;
+    sw_options_create(&got);
+    double th;
+    CHECK(sw_limiter_entry_at(l, 5000, 1, 0, &d) == SW_OK && d.verdict == SW_VERDICT_PASS);
+    CHECK(sw_limiter_get_rule(l, got) == SW_OK);
+    CHECK(sw_options_get_double(got, SW_OPT_THRESHOLD, &th) == SW_OK && th == 10);
+    sw_options_set_double(got, SW_OPT_THRESHOLD, 30);
+    CHECK(sw_limiter_set_rule(l, got) == SW_OK);
+    sw_options_set_double(got, SW_OPT_THRESHOLD, 0);
+    CHECK(sw_limiter_get_rule(l, got) == SW_OK);
+    CHECK(sw_options_get_double(got, SW_OPT_THRESHOLD, &th) == SW_OK && th == 30);
+    for (int i = 1; i < 30; i++)
+      CHECK(sw_limiter_entry_at(l, 5000, 1, 0, &d) == SW_OK && d.verdict == SW_VERDICT_PASS);
+    CHECK(sw_limiter_entry_at(l, 5000, 1, 0, &d) == SW_OK && d.verdict == SW_VERDICT_BLOCK);
+  });
+  sw_segment_close(seg);
+  sw_segment_unlink(name);
+}
+END_TEST
+
+/* An inserter killed after publishing its entry (before raising the count,
+ * or before making the entry ready): the next inserter finishes the dead
+ * one's name on its own block and puts its own name on another. */
+START_TEST(test_killed_inside_registry_insert) {
+  const char *points[] = {"registry-busy", "registry-ready"};
+  for (int i = 0; i < 2; i++) {
+    char name[64];
+    snprintf(name, sizeof name, "sw-crash-insert-%d", (int)getpid());
+    sw_segment *seg = segment_new(name, 1e9);
+    sw_registry *r = sw_segment_registry(seg);
+    sw_limiter *a;
+    ck_ok(sw_registry_get(r, "a", &a));
+    kill_at(points[i], "insert", name);
+    IN_BOUNDED_CHILD({
+      sw_limiter *b, *c;
+      sw_decision d;
+      CHECK(sw_registry_get(r, "c", &c) == SW_OK);
+      CHECK(sw_registry_find(r, "b", &b) == 1);
+      CHECK(b != c && sw_registry_count(r) == 3);
+      CHECK(sw_limiter_entry_at(c, 5000, 1, 0, &d) == SW_OK);
+      sw_metric *sb = sw_node_second_metric(sw_limiter_node(b));
+      sw_metric *sc = sw_node_second_metric(sw_limiter_node(c));
+      CHECK(sw_metric_pass_at(sc, 5000) == 1 && sw_metric_pass_at(sb, 5000) == 0);
+      const char *names[3];
+      for (uint32_t k = 0; k < 3; k++) CHECK(sw_registry_at(r, k, NULL, &names[k]) == SW_OK);
+      CHECK(strcmp(names[0], "a") == 0 && strcmp(names[1], "b") == 0 &&
+            strcmp(names[2], "c") == 0);
+    });
+    sw_segment_close(seg);
+    sw_segment_unlink(name);
+  }
+}
+END_TEST
+
+/* A creator killed at each step of a segment's creation leaves a file that
+ * an open without CREATE refuses (truncated / never initialised) and one
+ * with CREATE creates again, working. */
+START_TEST(test_killed_inside_segment_creation) {
+  const char *points[] = {"segment-created", "segment-marked", "segment-sized",
+                          "segment-init"};
+  for (int i = 0; i < 4; i++) {
+    char name[64];
+    snprintf(name, sizeof name, "sw-crash-create-%d", (int)getpid());
+    sw_segment_unlink(name);
+    kill_at(points[i], "create", name);
+    sw_segment *seg;
+    ck_assert_int_eq(sw_segment_open(&seg, name, 8, NULL, 0), SW_ECORRUPT);
+    ck_assert_int_eq(sw_segment_open(&seg, name, 8, NULL, SW_SEGMENT_READONLY), SW_ECORRUPT);
+    ck_ok(sw_segment_open(&seg, name, 8, NULL, SW_SEGMENT_CREATE));
+    ck_assert_int_eq(sw_segment_created(seg), 1);
+    sw_limiter *l;
+    ck_ok(sw_registry_get(sw_segment_registry(seg), "a", &l));
+    sw_segment_close(seg);
+    ck_ok(sw_segment_open(&seg, name, 8, NULL, 0));
+    ck_assert_int_eq(sw_registry_count(sw_segment_registry(seg)), 1);
+    sw_segment_close(seg);
+    sw_segment_unlink(name);
+  }
+}
+END_TEST
+
+int main(int argc, char **argv) {
+  if (argc == 4 && strcmp(argv[1], "--victim") == 0) return victim(argv[2], argv[3]);
   Suite *s = suite_create("crash");
   SW_TCASE(s, "sigkill", test_killed_inside_reset, test_random_kills_keep_counts);
+  SW_TCASE(s, "kill points", test_killed_inside_rule_write, test_killed_inside_registry_insert,
+           test_killed_inside_segment_creation);
   return sw_test_run(s);
 }

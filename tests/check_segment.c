@@ -13,193 +13,7 @@
  * Every segment is named after the runner's pid, the test's pid and a tag:
  * "swck-<pid>-<pid>-<tag>" in /dev/shm or "<tmpdir>/<pid>-<tag>"; each test
  * unlinks its own and main() removes whatever a failed test left behind. */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
-#include <grp.h>
-#include <stdio.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include "testutil.h"
-
-#define ck_msg_has(text)                                                                   \
-  ck_assert_msg(strstr(sw_last_error(), (text)) != NULL, "message \"%s\" lacks \"%s\"",    \
-                sw_last_error(), (text))
-
-/* The window all counting tests use: [T0, T0 + 500) of the per-second
- * array (2 x 500 ms), inside the second [T0, T0 + 1000). */
-#define T0 INT64_C(1000000)
-
-static char g_dir[128];   /* mkdtemp directory for file segments */
-static int g_main_pid;    /* the runner's pid: prefix of every name */
-
-/* ---------------------------------------------------------------- names */
-
-static void shm_name(char *buf, size_t n, const char *tag) {
-  snprintf(buf, n, "swck-%d-%d-%s", g_main_pid, (int)getpid(), tag);
-  ck_assert_uint_le(strlen(buf), SW_NAME_MAX);
-}
-
-static void file_name(char *buf, size_t n, const char *tag) {
-  snprintf(buf, n, "%s/%d-%s", g_dir, (int)getpid(), tag);
-}
-
-/* Where a segment's bytes are: /dev/shm/<name> or the path itself. */
-static void seg_path(char *buf, size_t n, const char *name) {
-  if (strchr(name, '/') == NULL)
-    snprintf(buf, n, "/dev/shm/%s", name);
-  else
-    snprintf(buf, n, "%s", name);
-}
-
-/* -------------------------------------------------------------- helpers */
-
-static sw_options *rule(double threshold) {
-  sw_options *o = NULL;
-  ck_ok(sw_options_create(&o));
-  ck_ok(sw_options_set(o, SW_OPT_GRADE, SW_GRADE_QPS));
-  ck_ok(sw_options_set_double(o, SW_OPT_THRESHOLD, threshold));
-  return o;
-}
-
-/* Default options for the tests: a threshold nothing here reaches. */
-static sw_options *std_opts(void) {
-  static sw_options *o;
-  if (o == NULL) o = rule(1e9);
-  return o;
-}
-#define D std_opts()
-
-static sw_segment *seg_open(const char *name, uint32_t capacity, const sw_options *o,
-                            uint32_t flags) {
-  sw_segment *seg = NULL;
-  ck_ok(sw_segment_open(&seg, name, capacity, o, flags));
-  ck_assert_ptr_nonnull(seg);
-  ck_assert_ptr_nonnull(sw_segment_registry(seg));
-  return seg;
-}
-
-/* Open must fail with code and leave *out NULL. */
-static void seg_refused(const char *name, uint32_t capacity, const sw_options *o,
-                        uint32_t flags, int code, const char *words) {
-  sw_segment *seg = (sw_segment *)&seg;
-  int rc = sw_segment_open(&seg, name, capacity, o, flags);
-  ck_assert_msg(rc == code, "open %s flags 0x%x: %s (%s), expected %s", name, flags,
-                sw_err_name(rc), sw_last_error(), sw_err_name(code));
-  ck_assert_ptr_null(seg);
-  if (words) ck_msg_has(words);
-}
-
-static sw_limiter *get(sw_segment *seg, const char *name) {
-  sw_limiter *l = NULL;
-  ck_ok(sw_registry_get(sw_segment_registry(seg), name, &l));
-  ck_assert_ptr_nonnull(l);
-  return l;
-}
-
-static sw_limiter *find(sw_segment *seg, const char *name) {
-  sw_limiter *l = NULL;
-  ck_sw(sw_registry_find(sw_segment_registry(seg), name, &l), 1);
-  ck_assert_ptr_nonnull(l);
-  return l;
-}
-
-static void absent(sw_segment *seg, const char *name) {
-  sw_limiter *l = NULL;
-  ck_sw(sw_registry_find(sw_segment_registry(seg), name, &l), 0);
-}
-
-/* n entries of one unit at t, all expected to pass. */
-static void pass_n(sw_limiter *l, int64_t t, int n) {
-  for (int i = 0; i < n; i++) {
-    sw_decision d;
-    ck_ok(sw_limiter_entry_at(l, t, 1, 0, &d));
-    ck_assert_int_eq(d.verdict, SW_VERDICT_PASS);
-  }
-}
-
-static int64_t window_pass(sw_limiter *l, int64_t t) {
-  return sw_metric_window_pass_at(sw_node_second_metric(sw_limiter_node(l)), t);
-}
-
-static int64_t file_size(const char *name) {
-  char path[256];
-  seg_path(path, sizeof path, name);
-  struct stat st;
-  if (stat(path, &st) < 0) return -1;
-  return (int64_t)st.st_size;
-}
-
-static unsigned char *slurp(const char *path, size_t *size) {
-  int fd = open(path, O_RDONLY);
-  ck_assert_msg(fd >= 0, "open %s: %s", path, strerror(errno));
-  struct stat st;
-  ck_assert_int_eq(fstat(fd, &st), 0);
-  unsigned char *buf = malloc((size_t)st.st_size + 1);
-  ck_assert_ptr_nonnull(buf);
-  ck_assert_int_eq(pread(fd, buf, (size_t)st.st_size, 0), st.st_size);
-  close(fd);
-  *size = (size_t)st.st_size;
-  return buf;
-}
-
-static void poke(const char *path, uint64_t off, const void *p, size_t n) {
-  int fd = open(path, O_WRONLY);
-  ck_assert_msg(fd >= 0, "open %s: %s", path, strerror(errno));
-  ck_assert_int_eq(pwrite(fd, p, n, (off_t)off), (ssize_t)n);
-  close(fd);
-}
-
-static void poke_u32(const char *path, uint64_t off, uint32_t v) { poke(path, off, &v, 4); }
-static void poke_u64(const char *path, uint64_t off, uint64_t v) { poke(path, off, &v, 8); }
-
-static void write_file(const char *path, const void *p, size_t n) {
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  ck_assert_msg(fd >= 0, "create %s: %s", path, strerror(errno));
-  if (n) ck_assert_int_eq(write(fd, p, n), (ssize_t)n);
-  close(fd);
-}
-
-static uint64_t rd_u64(const unsigned char *b, uint64_t off) {
-  uint64_t v;
-  memcpy(&v, b + off, 8);
-  return v;
-}
-
-static uint32_t rd_u32(const unsigned char *b, uint64_t off) {
-  uint32_t v;
-  memcpy(&v, b + off, 4);
-  return v;
-}
-
-static uint64_t fnv64(const unsigned char *p, size_t n) {
-  uint64_t h = UINT64_C(14695981039346656037);
-  while (n--) h = (h ^ *p++) * UINT64_C(1099511628211);
-  return h;
-}
-
-static uint32_t fnv32(const char *s) {
-  uint32_t h = 2166136261u;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
-  return h;
-}
-
-static void boot_id(char out[40]) {
-  memset(out, 0, 40);
-  FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-  if (f == NULL) return;
-  if (fgets(out, 40, f) == NULL) out[0] = '\0';
-  out[strcspn(out, "\n")] = '\0';
-  fclose(f);
-}
+#include "segutil.h"
 
 /* ------------------------------------------------------------ layout */
 
@@ -315,41 +129,6 @@ static uint64_t block_of(const char *seg, const layout *L, const char *name) {
   ck_assert_uint_eq(rd_u32(b, off), LIM_MAGIC);
   free(b);
   return off;
-}
-
-/* ------------------------------------------------------------ processes */
-
-static void flush_all(void) {
-  fflush(stdout);
-  fflush(stderr);
-}
-
-/* In a child: report and leave with a code the parent checks. */
-#define CHILD_CHECK(cond, code)                                                              \
-  do {                                                                                       \
-    if (!(cond)) {                                                                           \
-      fprintf(stderr, "child %d: %s failed at line %d (last error: %s)\n", (int)getpid(),    \
-              #cond, __LINE__, sw_last_error());                                             \
-      _exit(code);                                                                           \
-    }                                                                                        \
-  } while (0)
-
-/* 0 for a clean exit 0; the exit code; 128 + signal if killed. */
-static int wait_child(pid_t pid) {
-  int st = 0;
-  while (waitpid(pid, &st, 0) < 0) {
-    if (errno != EINTR) return -1;
-  }
-  if (WIFEXITED(st)) return WEXITSTATUS(st);
-  if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
-  return -1;
-}
-
-static void drop_to_nobody(void) {
-  CHILD_CHECK(setgroups(0, NULL) == 0, 90);
-  CHILD_CHECK(setgid(65534) == 0, 91);
-  CHILD_CHECK(setuid(65534) == 0, 92);
-  CHILD_CHECK(geteuid() == 65534, 93);
 }
 
 /* =================================================================== 1 */
@@ -840,8 +619,8 @@ END_TEST
 
 /* A creator that died before finishing leaves the state word not READY:
  * without CREATE SW_ECORRUPT "never fully initialised" (read-only too);
- * with CREATE it is initialised again and works. With the magic also
- * zero it is not recognised without CREATE (SW_EFOREIGN). */
+ * with CREATE it is initialised again and works. With the magic zero it is
+ * not libsw's: SW_EFOREIGN in every mode, CREATE included. */
 START_TEST(test_never_ready) {
   char name[256];
   file_name(name, sizeof name, "unready");
@@ -865,18 +644,15 @@ START_TEST(test_never_ready) {
   ck_assert_int_eq(window_pass(find(seg, "b"), T0), 1);
   sw_segment_close(seg);
 
-  /* magic and state zero: what a creator leaves right after sizing the file */
+  /* magic zero: not libsw's (a creator marks the file before it sizes it),
+   * so nothing takes it over, CREATE included; the bytes stay */
   poke_u64(name, 0, 0);
   poke_u32(name, L.state, 0);
   seg_refused(name, 4, D, 0, SW_EFOREIGN, NULL);
   seg_refused(name, 4, NULL, SW_SEGMENT_READONLY, SW_EFOREIGN, NULL);
-  seg = seg_open(name, 4, D, SW_SEGMENT_CREATE);
-  ck_assert_uint_eq(sw_registry_count(sw_segment_registry(seg)), 0);
-  pass_n(get(seg, "c"), T0, 3);
-  sw_segment_close(seg);
-  seg = seg_open(name, 4, D, 0);
-  ck_assert_int_eq(window_pass(find(seg, "c"), T0), 3);
-  sw_segment_close(seg);
+  seg_refused(name, 4, D, SW_SEGMENT_CREATE, SW_EFOREIGN, "not a libsw segment");
+  ck_assert_int_eq(file_size(name), (int64_t)L.size);
+  poke_u64(name, 0, SEG_MAGIC);
 
   /* an unready segment of another capacity is rebuilt with the one asked for */
   poke_u32(name, L.state, 0);
@@ -1538,34 +1314,8 @@ END_TEST
 
 /* ----------------------------------------------------------------- main */
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-  (void)st;
-  (void)flag;
-  (void)ftw;
-  remove(path);
-  return 0;
-}
-
-static void cleanup(void) {
-  nftw(g_dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
-  char prefix[32];
-  snprintf(prefix, sizeof prefix, "swck-%d-", g_main_pid);
-  DIR *d = opendir("/dev/shm");
-  if (d == NULL) return;
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL)
-    if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) sw_segment_unlink(e->d_name);
-  closedir(d);
-}
-
 int main(void) {
-  g_main_pid = (int)getpid();
-  snprintf(g_dir, sizeof g_dir, "/tmp/swck-segment-XXXXXX");
-  if (mkdtemp(g_dir) == NULL) {
-    perror("mkdtemp");
-    return EXIT_FAILURE;
-  }
-  chmod(g_dir, 0755); /* uid 65534 reaches the files (test_owner_and_permissions) */
+  if (seg_setup() < 0) return EXIT_FAILURE;
   Suite *s = suite_create("segment");
   SW_TCASE(s, "attach", test_attach_again, test_exact_counts_across_processes,
            test_strict_across_processes, test_geometry_mismatch);

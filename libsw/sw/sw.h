@@ -56,7 +56,8 @@ extern "C" {
   XX(EPERM, -18, "permission denied")                                          \
   XX(ENOTSUP, -19, "operation not supported")                                  \
   XX(ESTATE, -20, "object in the wrong state")                                 \
-  XX(ETYPE, -21, "wrong bucket type")
+  XX(ETYPE, -21, "wrong bucket type")                                          \
+  XX(EBUSY, -22, "resource busy: a lock wait timed out")
 
 typedef enum sw_err {
   SW_OK = 0,
@@ -150,8 +151,9 @@ typedef enum sw_option {
   SW_OPT_CLUSTER_TIMEOUT_MS = 23,   /* a Redis call slower than this fails (default 100) */
   SW_OPT_CLUSTER_RETRY_MS = 24,     /* while down, try Redis again this often (default 1000) */
   SW_OPT_CLUSTER_LOW_WATER_PCT = 25, /* refill when the lease falls below this % of L (25) */
-  SW_OPT_DRY_RUN = 26               /* 1: decide and count "would block", but let everything
+  SW_OPT_DRY_RUN = 26,              /* 1: decide and count "would block", but let everything
                                        pass (shadow mode; switchable with set_rule) */
+  SW_OPT_SEGMENT_MAX_MB = 27        /* largest segment an open may create, MiB (default 2048) */
 } sw_option;
 
 /* SW_OPT_CLUSTER_FAILURE */
@@ -722,17 +724,27 @@ SW_API int sw_registry_at(sw_registry *r, uint32_t i, sw_limiter **out, const ch
  * memory object if it has no '/' (it appears in /dev/shm), else a file path.
  * The capacity and the node geometry of the options must match an existing
  * segment (SW_EGEOMETRY if not); the default rule and SW_OPT_SEGMENT_* apply
- * to a new segment only. Names: 1..63 bytes without '/', or a path
- * (SW_ERANGE otherwise).
+ * to a new segment only. Names: 1..63 bytes without '/' (not "." or ".."),
+ * or a path (SW_ERANGE otherwise).
+ * A new segment is created exclusively and is sparse (memory is used as
+ * names arrive); a file that exists is adopted only if it is a libsw segment,
+ * or an empty file, owned by this process's uid or SW_OPT_SEGMENT_UID.
  * Errors for what is found: SW_ENOTFOUND (no segment, no SW_SEGMENT_CREATE),
- * SW_EFOREIGN (not a libsw segment), SW_EVERSION (laid out by another libsw),
- * SW_ECORRUPT (truncated, bad checksum, bad header), SW_EPERM, SW_EIO. A
- * segment written before the last reboot is reset: its times are stale. */
+ * SW_EFOREIGN (not a libsw segment, not a regular file), SW_ETYPE (another
+ * kind of segment), SW_EVERSION (laid out by another libsw), SW_ECORRUPT
+ * (truncated, bad checksum, bad header, creation interrupted), SW_EPERM
+ * (permissions, another owner, a symbolic link without SW_SEGMENT_FOLLOW),
+ * SW_EBUSY (another process holds the file's lock for more than 2 s: the
+ * message names it), SW_ESIZE (larger than SW_OPT_SEGMENT_MAX_MB), SW_ENOMEM
+ * (more than its file system has free), SW_EIO. A segment written before the
+ * last reboot is reset: its times are stale. A failed open that created the
+ * file removes it. */
 typedef struct sw_segment sw_segment;
 #define SW_SEGMENT_CREATE 0x1u   /* create it if it does not exist */
 #define SW_SEGMENT_RESET 0x2u    /* replace any existing segment by a new one (implies CREATE);
                                     processes attached to the old one keep it */
 #define SW_SEGMENT_READONLY 0x4u /* attach for reading only, whatever its geometry */
+#define SW_SEGMENT_FOLLOW 0x8u   /* follow a symbolic link at the path (refused otherwise) */
 
 SW_API int sw_segment_open(sw_segment **out, const char *name, uint32_t capacity,
                            const sw_options *opts, uint32_t flags);
@@ -740,12 +752,18 @@ SW_API int sw_segment_open(sw_segment **out, const char *name, uint32_t capacity
  * exits, rules, adds) with SW_EPERM. */
 /* Unmap (the segment itself stays for other processes and later opens). */
 SW_API void sw_segment_close(sw_segment *seg);
-/* Remove a segment's name; processes attached keep their mapping. */
+/* Remove a segment's name; processes attached keep their mapping.
+ * SW_EFOREIGN (nothing removed) if the name is not a regular file. */
 SW_API int sw_segment_unlink(const char *name);
 /* The segment's registry (borrowed; sw_registry_free ignores it). */
 SW_API sw_registry *sw_segment_registry(sw_segment *seg);
 SW_API const char *sw_segment_name(const sw_segment *seg);
 SW_API int64_t sw_segment_size(const sw_segment *seg);
+/* 1 if this open created the segment (or created it again: interrupted,
+ * reset, stale after a reboot), 0 if it attached to one in use; a negative
+ * code for NULL. A caller whose own setup fails after creating a segment
+ * can then remove it (sw_segment_close, then sw_segment_unlink). */
+SW_API int sw_segment_created(const sw_segment *seg);
 
 #ifdef __cplusplus
 }
