@@ -28,10 +28,14 @@ int sw__alloc_pair(void **handle, size_t handle_size, void **block, uint64_t blo
                    const char *what);
 
 /* Robust mutexes (robust.c). sw__robust_lock runs repair(arg), when given,
- * before taking over a lock whose owner died. */
+ * before taking over a lock whose owner died, and gives up with SW_EBUSY
+ * after timeout_ms. */
 #include <pthread.h>
+#define SW__RESET_LOCK_MS 1000 /* a window reset waits at most this */
+#define SW__WRITE_LOCK_MS 2000 /* a rule write or a registry insert */
 int sw__robust_init(pthread_mutex_t *m, bool process_shared);
-int sw__robust_lock(pthread_mutex_t *m, void (*repair)(void *), void *arg, const char *what);
+int sw__robust_lock(pthread_mutex_t *m, void (*repair)(void *), void *arg, const char *what,
+                    int timeout_ms);
 
 /* A kill point of the crash tests (kill_point.c): SIGKILL here when the
  * environment's SW_TEST_KILL_AT names it. Rare paths only. */

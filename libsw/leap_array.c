@@ -293,7 +293,7 @@ SW_API int sw_leap_array_window_start(const sw_leap_array *la, int64_t t, int64_
 int sw__la_reset(sw_leap_array *la, uint32_t idx, int64_t ws, int64_t t) {
   /* A holder that died mid-reset left at most an odd seq and a half-written
    * inactive body, which is prepared again below anyway: nothing to repair. */
-  int rc = sw__robust_lock(&la->blk->reset_lock, NULL, NULL, "reset");
+  int rc = sw__robust_lock(&la->blk->reset_lock, NULL, NULL, "window reset", SW__RESET_LOCK_MS);
   if (rc < 0) return rc;
   sw__la_slot *s = sw__la_slot_at(la, idx);
   uint64_t seq = atomic_load_explicit(&s->seq, memory_order_relaxed);

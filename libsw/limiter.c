@@ -209,7 +209,7 @@ SW_API sw_node *sw_limiter_node(sw_limiter *l) {
  * under the rule lock. A writer that died mid-write left its copy
  * unpublished: readers never saw it, and this write fills it again whole. */
 static int sw__rule_write(sw_limiter *l, const sw__rule *r, int dry_run) {
-  int rc = sw__robust_lock(&l->hdr->rule_lock, NULL, NULL, "rule");
+  int rc = sw__robust_lock(&l->hdr->rule_lock, NULL, NULL, "rule", SW__WRITE_LOCK_MS);
   if (rc < 0) return rc;
   sw__rule old, next;
   sw__rule_load_ex(l->hdr, &old, true);

@@ -220,7 +220,7 @@ static void sw__recover(void *arg) {
 }
 
 static int sw__lock(pthread_mutex_t *m, sw_registry *r) {
-  return sw__robust_lock(m, sw__recover, r, "registry");
+  return sw__robust_lock(m, sw__recover, r, "registry", SW__WRITE_LOCK_MS);
 }
 
 SW_API int sw_registry_get(sw_registry *r, const char *name, sw_limiter **out) {

@@ -31,6 +31,31 @@ static void sleep_us(long us) {
   nanosleep(&ts, NULL);
 }
 
+/* Run check in a child bounded by alarm(): a hang fails the test. */
+#define IN_BOUNDED_CHILD(...)                                                        \
+  do {                                                                               \
+    fflush(stderr);                                                                  \
+    pid_t c_ = fork();                                                               \
+    ck_assert_int_ge(c_, 0);                                                         \
+    if (c_ == 0) {                                                                   \
+      alarm(10);                                                                     \
+      __VA_ARGS__;                                                                          \
+      _exit(0);                                                                      \
+    }                                                                                \
+    int st_;                                                                         \
+    ck_assert_int_eq(waitpid(c_, &st_, 0), c_);                                      \
+    ck_assert_msg(WIFEXITED(st_) && WEXITSTATUS(st_) == 0, "check failed: status %d%s", \
+                  st_, WIFSIGNALED(st_) && WTERMSIG(st_) == SIGALRM ? " (hung)" : ""); \
+  } while (0)
+
+#define CHECK(cond)                                                                  \
+  do {                                                                               \
+    if (!(cond)) {                                                                   \
+      fprintf(stderr, "line %d: %s (%s)\n", __LINE__, #cond, sw_last_error());     \
+      _exit(2);                                                                      \
+    }                                                                                \
+  } while (0)
+
 /* ---- a process killed inside reset_window_to -------------------------- */
 
 /* A bucket whose reset announces itself and then dawdles, so that the
@@ -95,6 +120,15 @@ START_TEST(test_killed_inside_reset) {
     _exit(0);
   }
   while (!atomic_load(&ctl->in_reset)) sleep_us(1000);
+  /* While the victim holds the lock, another reset of the array gives up
+   * after its bound (1 s) instead of waiting with it. */
+  IN_BOUNDED_CHILD({
+    sw_leap_array *mine;
+    CHECK(sw_leap_array_attach(&mine, mem, (uint64_t)size, &slow_type, NULL) == SW_OK);
+    sw_window v;
+    CHECK(sw_leap_array_current_window_at(mine, 1250, &v) == SW_EBUSY);
+    CHECK(strstr(sw_last_error(), "window reset lock held for more than 1000 ms") != NULL);
+  });
   kill(victim, SIGKILL);
   waitpid(victim, NULL, 0);
   atomic_store(&ctl->slow, 0);
@@ -276,31 +310,6 @@ static sw_segment *segment_new(const char *name, double threshold) {
   return seg;
 }
 
-/* Run check in a child bounded by alarm(): a hang fails the test. */
-#define IN_BOUNDED_CHILD(...)                                                        \
-  do {                                                                               \
-    fflush(stderr);                                                                  \
-    pid_t c_ = fork();                                                               \
-    ck_assert_int_ge(c_, 0);                                                         \
-    if (c_ == 0) {                                                                   \
-      alarm(10);                                                                     \
-      __VA_ARGS__;                                                                          \
-      _exit(0);                                                                      \
-    }                                                                                \
-    int st_;                                                                         \
-    ck_assert_int_eq(waitpid(c_, &st_, 0), c_);                                      \
-    ck_assert_msg(WIFEXITED(st_) && WEXITSTATUS(st_) == 0, "check failed: status %d%s", \
-                  st_, WIFSIGNALED(st_) && WTERMSIG(st_) == SIGALRM ? " (hung)" : ""); \
-  } while (0)
-
-#define CHECK(cond)                                                                  \
-  do {                                                                               \
-    if (!(cond)) {                                                                   \
-      fprintf(stderr, "line %d: %s (%s)\n", __LINE__, #cond, sw_last_error());     \
-      _exit(2);                                                                      \
-    }                                                                                \
-  } while (0)
-
 /* A writer killed halfway through a rule write: every other process goes
  * on with the old rule, never waits, and the next write works. */
 START_TEST(test_killed_inside_rule_write) {
@@ -393,11 +402,94 @@ START_TEST(test_killed_inside_segment_creation) {
 }
 END_TEST
 
+/* Start a victim that stops itself (SIGSTOP) at point, holding a lock. */
+static pid_t stop_at(const char *point, const char *action, const char *seg_name) {
+  fflush(stderr);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    char spec[64];
+    snprintf(spec, sizeof spec, "%s:1:stop", point);
+    setenv("SW_TEST_KILL_AT", spec, 1);
+    execl("/proc/self/exe", "check_crash", "--victim", action, seg_name, (char *)NULL);
+    _exit(99);
+  }
+  int status;
+  ck_assert_int_eq(waitpid(pid, &status, WUNTRACED), pid);
+  ck_assert_msg(WIFSTOPPED(status), "victim of %s did not stop there: status %d", point, status);
+  return pid;
+}
+
+static void kill_stopped(pid_t pid) {
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+}
+
+/* A process stopped while it holds a limiter's rule lock (or a damaged lock
+ * word) delays a rule writer by 2 s at most: SW_EBUSY, and readers and
+ * entries never wait; once the holder dies, writes work again. */
+START_TEST(test_rule_lock_held_by_stopped_process) {
+  char name[64];
+  snprintf(name, sizeof name, "sw-crash-rulestop-%d", (int)getpid());
+  sw_segment *seg = segment_new(name, 10);
+  sw_limiter *l;
+  ck_ok(sw_registry_get(sw_segment_registry(seg), "a", &l));
+  pid_t victim = stop_at("rule-write", "rule", name);
+  IN_BOUNDED_CHILD({
+    sw_decision d;
+    sw_options *o;
+    sw_options_create(&o);
+    CHECK(sw_limiter_entry_at(l, 5000, 1, 0, &d) == SW_OK && d.verdict == SW_VERDICT_PASS);
+    CHECK(sw_limiter_get_rule(l, o) == SW_OK);
+    CHECK(sw_limiter_set_rule(l, o) == SW_EBUSY);
+    CHECK(strstr(sw_last_error(), "rule lock held for more than 2000 ms") != NULL);
+  });
+  kill_stopped(victim);
+  IN_BOUNDED_CHILD({
+    sw_options *o;
+    sw_options_create(&o);
+    sw_options_set_double(o, SW_OPT_THRESHOLD, 40);
+    CHECK(sw_limiter_set_rule(l, o) == SW_OK);
+  });
+  sw_segment_close(seg);
+  sw_segment_unlink(name);
+}
+END_TEST
+
+/* The same for the registry's insert lock: lookups of existing names go on,
+ * a new name waits 2 s at most (SW_EBUSY); after the holder dies, its name
+ * is finished and new names are added. */
+START_TEST(test_insert_lock_held_by_stopped_process) {
+  char name[64];
+  snprintf(name, sizeof name, "sw-crash-insstop-%d", (int)getpid());
+  sw_segment *seg = segment_new(name, 1e9);
+  sw_registry *r = sw_segment_registry(seg);
+  sw_limiter *a;
+  ck_ok(sw_registry_get(r, "a", &a));
+  pid_t victim = stop_at("registry-busy", "insert", name);
+  IN_BOUNDED_CHILD({
+    sw_limiter *x;
+    CHECK(sw_registry_find(r, "a", &x) == 1 && x == a);
+    CHECK(sw_registry_get(r, "c", &x) == SW_EBUSY);
+    CHECK(strstr(sw_last_error(), "registry lock held") != NULL);
+  });
+  kill_stopped(victim);
+  IN_BOUNDED_CHILD({
+    sw_limiter *x;
+    CHECK(sw_registry_get(r, "c", &x) == SW_OK);
+    CHECK(sw_registry_find(r, "b", &x) == 1 && sw_registry_count(r) == 3);
+  });
+  sw_segment_close(seg);
+  sw_segment_unlink(name);
+}
+END_TEST
+
 int main(int argc, char **argv) {
   if (argc == 4 && strcmp(argv[1], "--victim") == 0) return victim(argv[2], argv[3]);
   Suite *s = suite_create("crash");
   SW_TCASE(s, "sigkill", test_killed_inside_reset, test_random_kills_keep_counts);
   SW_TCASE(s, "kill points", test_killed_inside_rule_write, test_killed_inside_registry_insert,
-           test_killed_inside_segment_creation);
+           test_killed_inside_segment_creation, test_rule_lock_held_by_stopped_process,
+           test_insert_lock_held_by_stopped_process);
   return sw_test_run(s);
 }

@@ -13,6 +13,9 @@
  * Every segment is named after the runner's pid, the test's pid and a tag:
  * "swck-<pid>-<pid>-<tag>" in /dev/shm or "<tmpdir>/<pid>-<tag>"; each test
  * unlinks its own and main() removes whatever a failed test left behind. */
+#include <stddef.h>
+
+#include "limiter.h" /* offsetof the rule lock, for the damaged-lock test */
 #include "segutil.h"
 
 /* ------------------------------------------------------------ layout */
@@ -803,6 +806,42 @@ START_TEST(test_corrupt_limiter_block) {
 }
 END_TEST
 
+/* A byte flipped in a limiter's rule lock (the lock word now names a
+ * thread that never unlocks): a rule write gives up after 2 s with
+ * SW_EBUSY, entries and rule reads never touch the lock. */
+START_TEST(test_damaged_rule_lock) {
+  char name[256];
+  file_name(name, sizeof name, "lockword");
+  sw_segment *seg = seg_open(name, 4, D, SW_SEGMENT_CREATE);
+  get(seg, "a");
+  sw_segment_close(seg);
+  layout L = layout_of(name);
+  uint64_t word = block_of(name, &L, "a") + offsetof(sw__limiter_hdr, rule_lock);
+  size_t n;
+  unsigned char *b = slurp(name, &n);
+  ck_assert_uint_eq(rd_u32(b, word), 0); /* unlocked */
+  free(b);
+  unsigned char flipped = 0x5a;
+  poke(name, word + 1, &flipped, 1);
+  seg = seg_open(name, 4, D, 0);
+  sw_limiter *l = find(seg, "a");
+  pass_n(l, T0, 1);
+  sw_options *o = rule(5);
+  ck_ok(sw_limiter_get_rule(l, o));
+  ck_sw(sw_limiter_set_rule(l, o), SW_EBUSY);
+  ck_msg_has("rule lock held for more than 2000 ms");
+  sw_options_free(o);
+  sw_segment_close(seg);
+  poke_u32(name, word, 0);
+  seg = seg_open(name, 4, D, 0);
+  o = rule(5);
+  ck_ok(sw_limiter_set_rule(find(seg, "a"), o));
+  sw_options_free(o);
+  sw_segment_close(seg);
+  ck_ok(sw_segment_unlink(name));
+}
+END_TEST
+
 /* =================================================================== 6 */
 
 /* Close and reopen (a restarted process) keeps the counts; CREATE on an
@@ -1322,7 +1361,7 @@ int main(void) {
   SW_TCASE(s, "bad files", test_missing, test_empty_file, test_truncated_header, test_foreign,
            test_version, test_config_checksum, test_size_changed, test_never_ready,
            test_corrupt_registry_header, test_corrupt_index_entry,
-           test_corrupt_limiter_block);
+           test_corrupt_limiter_block, test_damaged_rule_lock);
   SW_TCASE(s, "lifecycle", test_reopen_keeps_counts, test_unlink_then_create, test_reset,
            test_boot_id_change);
   SW_TCASE(s, "access", test_mode, test_owner_and_permissions, test_readonly_reads,
