@@ -10,10 +10,9 @@
     if (sw__unlikely((r) == NULL)) return sw__fail(SW_ENULL, "registry is NULL");    \
   } while (0)
 
-static uint32_t sw__hash(const char *s) { /* FNV-1a */
-  uint32_t h = 2166136261u;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
-  return h;
+static uint32_t sw__hash(const char *s) { /* FNV-1a, folded to 32 bits */
+  uint64_t h = sw__fnv(s, strlen(s), SW__FNV_BASIS);
+  return (uint32_t)(h ^ (h >> 32));
 }
 
 static uint32_t sw__index_size(uint32_t capacity) {

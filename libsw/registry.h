@@ -15,7 +15,7 @@
 #include "limiter.h"
 
 #define SW__REGISTRY_MAGIC 0x47525753u /* "SWRG" */
-#define SW__REGISTRY_LAYOUT_VERSION 2u /* 2: pacing times in ns */
+#define SW__REGISTRY_LAYOUT_VERSION 2u /* 2: pacing times in ns, 64-bit FNV folded */
 
 enum { SW__ENTRY_EMPTY = 0, SW__ENTRY_BUSY = 1, SW__ENTRY_READY = 2 };
 

@@ -4,8 +4,11 @@
  * with SW_STRESS (default 1). */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sched.h>
 #include <string.h>
+#include <time.h>
 
+#include "leap_array.h" /* the reset lock's place, for the two-resetters test */
 #include "testutil.h"
 
 #define THREADS 4
@@ -209,8 +212,74 @@ START_TEST(test_borrow_races_with_window_start) {
 }
 END_TEST
 
+/* ---- two threads reset the same window: exactly one reset ------------- */
+
+typedef struct gate_bucket {
+  int64_t start;
+} gate_bucket;
+
+static sw__la_block *g_block;  /* the array's block: its reset lock */
+static _Atomic int g_resets, g_in_reset;
+
+static void gate_new(void *ctx, void *b, int64_t t) { ((gate_bucket *)b)->start = t; }
+
+/* Counts the reset, then holds the reset lock until another thread sleeps
+ * on it (glibc marks the lock word FUTEX_WAITERS), or 2 s. */
+static void gate_reset(void *ctx, sw_window *w, int64_t start) {
+  atomic_fetch_add(&g_resets, 1);
+  atomic_store(&g_in_reset, 1);
+  for (int i = 0; i < 2000; i++) {
+    if ((uint32_t)__atomic_load_n((int *)&g_block->reset_lock, __ATOMIC_ACQUIRE) & 0x80000000u)
+      break;
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
+  ((gate_bucket *)w->bucket)->start = start;
+}
+
+static const sw_bucket_type gate_type = {
+    .abi_version = SW_PLUGIN_ABI_VERSION, .struct_size = sizeof(sw_bucket_type),
+    .name = "test.gate", .bucket_size = sizeof(gate_bucket), .bucket_align = 8,
+    .new_empty_bucket = gate_new, .reset_window_to = gate_reset};
+
+static void *enter_window(void *arg) {
+  sw_window w;
+  ck_assert_int_eq(sw_leap_array_current_window_at(arg, 1250, &w), SW_OK);
+  return NULL;
+}
+
+/* The second thread finds the old window, waits on the lock held by the
+ * first (inside reset_window_to), then re-checks under the lock and leaves
+ * the window the first one made: one reset, deterministically. */
+START_TEST(test_two_resetters_one_reset) {
+  static _Alignas(64) unsigned char mem[4096];
+  int64_t size = sw_leap_array_layout_size(&gate_type, 2, 200);
+  ck_assert_int_le(size, (int64_t)sizeof mem);
+  ck_ok(sw_leap_array_init_at(mem, sizeof mem, &gate_type, 2, 200, 0));
+  sw_leap_array *la;
+  ck_ok(sw_leap_array_attach(&la, mem, sizeof mem, &gate_type, NULL));
+  g_block = (sw__la_block *)mem;
+  sw_window w;
+  ck_ok(sw_leap_array_current_window_at(la, 1050, &w)); /* slot 1 holds [1000, 1100) */
+  atomic_store(&g_resets, 0);
+  atomic_store(&g_in_reset, 0);
+  pthread_t first, second;
+  ck_assert_int_eq(pthread_create(&first, NULL, enter_window, la), 0);
+  while (!atomic_load(&g_in_reset)) sched_yield();
+  ck_assert_int_eq(pthread_create(&second, NULL, enter_window, la), 0);
+  pthread_join(first, NULL);
+  pthread_join(second, NULL);
+  ck_assert_int_eq(atomic_load(&g_resets), 1);
+  ck_ok(sw_leap_array_current_window_at(la, 1250, &w));
+  ck_assert_int_eq(w.start_ms, 1200);
+  ck_assert_int_eq(((gate_bucket *)w.bucket)->start, 1200);
+  sw_leap_array_free(la);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("concurrency");
+  SW_TCASE(s, "reset", test_two_resetters_one_reset);
   SW_TCASE(s, "exact", test_exact_one_window_striped, test_exact_one_window_one_stripe,
            test_rolling_windows_reset_once_and_exact, test_borrow_races_with_window_start);
   return sw_test_run(s);

@@ -689,6 +689,26 @@ START_TEST(test_warm_up_pacing_sub_millisecond_cost) {
 }
 END_TEST
 
+/* A dry-run pacing rule: a WAIT is an admission, not a would-be block: the
+ * second entry passes with its wait, would_block 0, and both count. */
+START_TEST(test_dry_run_pacing_wait_is_not_a_block) {
+  sw_options *o = rule_opts(SW_GRADE_QPS, SW_BEHAVIOR_PACING, 10);
+  ck_ok(sw_options_set(o, SW_OPT_DRY_RUN, 1));
+  sw_limiter *l = limiter_from(o);
+  sw_decision d;
+  ENTER(l, 10000, 1, 0, d);
+  ck_assert_int_eq(d.verdict, PASS);
+  ENTER(l, 10000, 1, 0, d);
+  ck_assert_int_eq(d.verdict, PASS);
+  ck_assert_int_eq(d.wait_ms, 100);
+  ck_assert_int_eq(d.would_block, 0);
+  ck_assert_double_eq(sw_node_pass_qps_at(sw_limiter_node(l), 10000), 2);
+  ck_assert_double_eq(sw_node_would_block_qps_at(sw_limiter_node(l), 10000), 0);
+  sw_limiter_free(l);
+  sw_options_free(o);
+}
+END_TEST
+
 /* Pacing keeps times in ns: a time beyond INT64_MAX ns is refused. */
 START_TEST(test_pacing_time_range) {
   sw_decision d;
@@ -1578,7 +1598,7 @@ int main(void) {
            test_pacing_cost_and_queue_option, test_pacing_java_ports, test_pacing_go_ports,
            test_pacing_zero_units, test_pacing_sub_millisecond_cost,
            test_pacing_saturation_matches_sentinel, test_warm_up_pacing_sub_millisecond_cost,
-           test_pacing_time_range);
+           test_pacing_time_range, test_dry_run_pacing_wait_is_not_a_block);
   SW_TCASE(s, "warm-up", test_warm_up_controller_port, test_warm_up_cold_start,
            test_warm_up_curve, test_warm_up_pacing_port, test_warm_up_pacing_cannot_pass,
            test_warm_up_pacing_cold_cost);

@@ -99,6 +99,25 @@ START_TEST(test_get_and_find) {
 }
 END_TEST
 
+/* "user-2536" and "user-15615" have the same 32-bit hash: the probe must
+ * compare names, not hashes. In a capacity-4 registry (an 8-slot index),
+ * after one, the other is not found, and get makes it a second limiter. */
+START_TEST(test_colliding_names) {
+  sw_registry *r = registry_new(4, NULL);
+  sw_limiter *a = NULL, *b = NULL, *f = NULL;
+  ck_ok(sw_registry_get(r, "user-2536", &a));
+  ck_sw(sw_registry_find(r, "user-15615", &f), 0);
+  ck_ok(sw_registry_get(r, "user-15615", &b));
+  ck_assert_ptr_ne(a, b);
+  ck_assert_uint_eq(sw_registry_count(r), 2);
+  ck_sw(sw_registry_find(r, "user-2536", &f), 1);
+  ck_assert_ptr_eq(f, a);
+  ck_sw(sw_registry_find(r, "user-15615", &f), 1);
+  ck_assert_ptr_eq(f, b);
+  sw_registry_free(r);
+}
+END_TEST
+
 /* Names are 1..63 bytes: 63 is fine, 64 and "" are SW_ERANGE (get and find),
  * NULL is SW_ENULL; failures add nothing. */
 START_TEST(test_names) {
@@ -449,7 +468,7 @@ END_TEST
 
 int main(void) {
   Suite *s = suite_create("registry");
-  SW_TCASE(s, "core", test_set_rule_for_all, test_get_ex_creates_with_rule, test_create, test_get_and_find, test_names, test_full,
+  SW_TCASE(s, "core", test_set_rule_for_all, test_get_ex_creates_with_rule, test_create, test_get_and_find, test_colliding_names, test_names, test_full,
            test_at_in_creation_order, test_rules_per_limiter);
   SW_TCASE(s, "threads", test_concurrent_get_same_name, test_concurrent_get_many_names);
   return sw_test_run(s);

@@ -115,7 +115,7 @@ static uint64_t entry_in(const char *seg, const layout *L, const char *name) {
   }
   ck_assert_msg(found != 0, "%s not in the index", name);
   ck_assert_uint_eq(rd_u32(b, found), 2); /* READY */
-  ck_assert_uint_eq(rd_u32(b, found + 4), fnv32(name));
+  ck_assert_uint_eq(rd_u32(b, found + 4), name_hash(name));
   ck_assert_uint_lt(rd_u32(b, found + 8), L->capacity);
   free(b);
   return found;

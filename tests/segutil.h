@@ -177,10 +177,10 @@ static inline uint64_t fnv64(const unsigned char *p, size_t n) {
   return h;
 }
 
-static inline uint32_t fnv32(const char *s) {
-  uint32_t h = 2166136261u;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
-  return h;
+/* The registry's name hash: 64-bit FNV-1a folded to 32 bits. */
+static inline uint32_t name_hash(const char *s) {
+  uint64_t h = fnv64((const unsigned char *)s, strlen(s));
+  return (uint32_t)(h ^ (h >> 32));
 }
 
 static inline void boot_id(char out[40]) {
