@@ -689,6 +689,22 @@ START_TEST(test_warm_up_pacing_sub_millisecond_cost) {
 }
 END_TEST
 
+/* A rule lowered below the passes already counted: blocks say 0 remaining,
+ * never a negative number. */
+START_TEST(test_remaining_never_negative) {
+  sw_options *o = rule_opts(SW_GRADE_QPS, SW_BEHAVIOR_REJECT, 10);
+  sw_limiter *l = limiter_from(o);
+  sw_decision d;
+  for (int i = 0; i < 10; i++) ENTER(l, 10000, 1, 0, d);
+  ck_ok(sw_options_set_double(o, SW_OPT_THRESHOLD, 5));
+  ck_ok(sw_limiter_set_rule(l, o));
+  ENTER(l, 10000, 1, 0, d);
+  ck_decision(d, BLOCK, 0, 1000, 0, 0);
+  sw_limiter_free(l);
+  sw_options_free(o);
+}
+END_TEST
+
 /* A dry-run pacing rule: a WAIT is an admission, not a would-be block: the
  * second entry passes with its wait, would_block 0, and both count. */
 START_TEST(test_dry_run_pacing_wait_is_not_a_block) {
@@ -1598,7 +1614,8 @@ int main(void) {
            test_pacing_cost_and_queue_option, test_pacing_java_ports, test_pacing_go_ports,
            test_pacing_zero_units, test_pacing_sub_millisecond_cost,
            test_pacing_saturation_matches_sentinel, test_warm_up_pacing_sub_millisecond_cost,
-           test_pacing_time_range, test_dry_run_pacing_wait_is_not_a_block);
+           test_pacing_time_range, test_dry_run_pacing_wait_is_not_a_block,
+           test_remaining_never_negative);
   SW_TCASE(s, "warm-up", test_warm_up_controller_port, test_warm_up_cold_start,
            test_warm_up_curve, test_warm_up_pacing_port, test_warm_up_pacing_cannot_pass,
            test_warm_up_pacing_cold_cost);
