@@ -6,41 +6,15 @@
 #define SW_LIMITER_H
 
 #include "node.h"
+#include "rule.h"
 
 #define SW__LIMITER_MAGIC 0x4d4c5753u /* "SWLM" */
 
-/* A validated rule with its derived warm-up constants. */
-typedef struct sw__rule {
-  int32_t grade, behavior;
-  int32_t strict;
-  int16_t cluster; /* fleet-wide on Redis (lease.c) */
-  int16_t dry_run; /* count "would block" and let everything pass */
-  double threshold;
-  /* ---- the 3 words above are read on every entry; below only when needed ---- */
-  int32_t cold_factor, failure; /* warm-up; what a cluster rule does while Redis is down */
-  int64_t max_queue_ms, warm_up_sec;
-  int64_t warning_token, max_token;
-  double slope;
-  int64_t lease, timeout_ms, retry_ms;
-  int32_t nodes, low_water_pct;
-} sw__rule;
-
-#define SW__RULE_WORDS 13
-#define SW__RULE_HOT 3
-_Static_assert(sizeof(sw__rule) == SW__RULE_WORDS * 8, "rule fits its words");
-
-/* The rule is kept twice: rule_ver names the published copy (rule_ver & 1).
- * A writer (under rule_lock) fills the other copy and then advances
- * rule_ver, so a reader never waits for a writer: it reads the published
- * copy and retries only if a write was published meanwhile (the next write
- * after that one reuses its copy). A writer killed halfway leaves only the
- * unpublished copy half written, and the next writer rewrites it whole. */
 typedef struct sw__limiter_hdr {
   uint32_t magic;
   uint32_t registry_entry; /* in a registry: 1 + its index entry (sw_registry_at) */
   uint64_t node_off, total_size;
-  _Atomic uint64_t rule_ver;
-  _Atomic uint64_t rule[2][SW__RULE_WORDS];
+  sw__rule_box rule;
   pthread_mutex_t rule_lock; /* robust: serialises rule writers */
 } sw__limiter_hdr;
 
@@ -97,8 +71,6 @@ void sw__limiter_settle(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n, 
 int sw__decide_cluster(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n, uint32_t flags,
                        sw_decision *d);
 
-/* Build a rule from options (validating it, with a message naming the bad value). */
-int sw__rule_from(const sw_options *opts, sw__rule *r);
 uint64_t sw__limiter_size(const sw__node_geom *g);
 int sw__limiter_init(void *mem, const sw__node_geom *g, const sw__rule *r, bool process_shared);
 void sw__limiter_fini(void *mem);

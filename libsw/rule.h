@@ -1,0 +1,52 @@
+/* A flow rule (grade, behaviour, threshold and the behaviour's parameters),
+ * validated from options, and its storage in shared memory: a box of two
+ * copies that readers never wait on. Used by the limiter and the keyed
+ * table. */
+#ifndef SW_RULE_H
+#define SW_RULE_H
+
+#include "internal.h"
+
+/* A validated rule with its derived warm-up constants. */
+typedef struct sw__rule {
+  int32_t grade, behavior;
+  int32_t strict;
+  int16_t cluster; /* fleet-wide on Redis (lease.c) */
+  int16_t dry_run; /* count "would block" and let everything pass */
+  double threshold;
+  /* ---- the 3 words above are read on every entry; below only when needed ---- */
+  int32_t cold_factor, failure; /* warm-up; what a cluster rule does while Redis is down */
+  int64_t max_queue_ms, warm_up_sec;
+  int64_t warning_token, max_token;
+  double slope;
+  int64_t lease, timeout_ms, retry_ms;
+  int32_t nodes, low_water_pct;
+} sw__rule;
+
+#define SW__RULE_WORDS 13
+#define SW__RULE_HOT 3
+_Static_assert(sizeof(sw__rule) == SW__RULE_WORDS * 8, "rule fits its words");
+
+/* The rule is kept twice: ver names the published copy (ver & 1).
+ * A writer (serialised by its owner's lock) fills the other copy, then advances
+ * ver, so a reader never waits for a writer: it reads the published
+ * copy and retries only if a write was published meanwhile (the next write
+ * after that one reuses its copy). A writer killed halfway leaves only the
+ * unpublished copy half written, and the next writer rewrites it whole. */
+typedef struct sw__rule_box {
+  _Atomic uint64_t ver;
+  _Atomic uint64_t rule[2][SW__RULE_WORDS];
+} sw__rule_box;
+
+/* Build a rule from options (validating it, with a message naming the bad value). */
+int sw__rule_from(const sw_options *opts, sw__rule *r);
+/* Write the rule's options into opts. */
+void sw__rule_to(const sw__rule *r, sw_options *opts);
+/* Publish r (writers are serialised by the caller, or own the memory). */
+void sw__rule_box_store(sw__rule_box *b, const sw__rule *r);
+/* Load the rule; the plain reject rule needs only its hot words unless full. */
+void sw__rule_box_load(const sw__rule_box *b, sw__rule *r, bool full);
+
+extern const char *const sw__behavior_names[4];
+
+#endif /* SW_RULE_H */
