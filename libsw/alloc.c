@@ -29,6 +29,10 @@ void *sw__malloc(size_t n) {
   return (void *)p;
 }
 
+bool sw__alloc_custom(void) {
+  return atomic_load_explicit(&sw__malloc_fn, memory_order_relaxed) != NULL;
+}
+
 void *sw__calloc(size_t count, size_t size) {
   size_t n;
   if (__builtin_mul_overflow(count, size, &n)) return NULL;

@@ -22,6 +22,8 @@ void *sw__malloc(size_t n);
 void *sw__calloc(size_t count, size_t size);
 void sw__free(void *p);
 char *sw__strdup(const char *s);
+/* True when sw_set_alloc_funcs installed an allocator of the program's. */
+bool sw__alloc_custom(void);
 /* A zeroed handle and a zeroed block for an object that owns its memory;
  * SW_ENOMEM naming what, with nothing allocated, otherwise. */
 int sw__alloc_pair(void **handle, size_t handle_size, void **block, uint64_t block_size,

@@ -38,6 +38,8 @@ static const sw__option_info sw__options[] = {
     {SW_OPT_CLUSTER_LOW_WATER_PCT, "SW_OPT_CLUSTER_LOW_WATER_PCT", 0, 100, 25, false},
     {SW_OPT_DRY_RUN, "SW_OPT_DRY_RUN", 0, 1, 0, false},
     {SW_OPT_SEGMENT_MAX_MB, "SW_OPT_SEGMENT_MAX_MB", 1, 1 << 24, 2048, false},
+    {SW_OPT_KEY_BYTES, "SW_OPT_KEY_BYTES", 16, 128, 16, false},
+    {SW_OPT_KEYED_ON_FULL, "SW_OPT_KEYED_ON_FULL", 0, 2, SW_FULL_EVICT, false},
 };
 #define SW__OPTION_COUNT (sizeof sw__options / sizeof sw__options[0])
 

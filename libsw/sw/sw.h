@@ -153,8 +153,18 @@ typedef enum sw_option {
   SW_OPT_CLUSTER_LOW_WATER_PCT = 25, /* refill when the lease falls below this % of L (25) */
   SW_OPT_DRY_RUN = 26,              /* 1: decide and count "would block", but let everything
                                        pass (shadow mode; switchable with set_rule) */
-  SW_OPT_SEGMENT_MAX_MB = 27        /* largest segment an open may create, MiB (default 2048) */
+  SW_OPT_SEGMENT_MAX_MB = 27,       /* largest segment an open may create, MiB (default 2048) */
+  /* keyed table (sw_keyed_*): the rule's window is SW_OPT_SECOND_SAMPLE_COUNT x
+     SW_OPT_SECOND_INTERVAL_MS */
+  SW_OPT_KEY_BYTES = 28,            /* key bytes kept per key, 16..128 (default 16); a longer
+                                       key is kept as a 128-bit digest */
+  SW_OPT_KEYED_ON_FULL = 29         /* SW_FULL_*: a new key when no place is free or idle */
 } sw_option;
+
+/* SW_OPT_KEYED_ON_FULL */
+#define SW_FULL_EVICT 0  /* evict the least recently active key of the new key's places (default) */
+#define SW_FULL_OPEN 1   /* let the new key's entry pass, uncounted */
+#define SW_FULL_CLOSED 2 /* refuse the new key's entry */
 
 /* SW_OPT_CLUSTER_FAILURE */
 #define SW_CLUSTER_FALLBACK_LOCAL 0 /* limit locally to threshold / SW_OPT_CLUSTER_NODES (default) */
@@ -764,6 +774,114 @@ SW_API int64_t sw_segment_size(const sw_segment *seg);
  * code for NULL. A caller whose own setup fails after creating a segment
  * can then remove it (sw_segment_close, then sw_segment_unlink). */
 SW_API int sw_segment_created(const sw_segment *seg);
+
+/* ------------------------------------------------------------ keyed table */
+
+/* One rule, any number of keys (docs/keyed.md): per-client limits. Each key
+ * keeps only what the rule needs — the sliding-window counts of the reject
+ * behaviour (a window's number and count in one word), the last admission
+ * for pacing, the requests in flight for the concurrency grade — in
+ * SW_OPT_KEY_BYTES + 8 x (3 + windows) bytes: 56 for keys of up to 16 bytes
+ * and the default 2 windows. A key whose windows have all left the interval
+ * holds nothing, and its place is given to a new key (reclaimed); only when
+ * both of a new key's buckets are full of keys active right now does
+ * SW_OPT_KEYED_ON_FULL apply. Entries of existing keys take no lock; they
+ * are strict (check-and-count is one CAS per key, no overshoot across
+ * threads, processes or window boundaries).
+ * Options: the rule (SW_OPT_GRADE, SW_OPT_BEHAVIOR reject or pacing,
+ * SW_OPT_THRESHOLD, SW_OPT_MAX_QUEUE_MS, SW_OPT_DRY_RUN), its window
+ * (SW_OPT_SECOND_SAMPLE_COUNT 1..64 x SW_OPT_SECOND_INTERVAL_MS),
+ * SW_OPT_KEY_BYTES, SW_OPT_KEYED_ON_FULL, and for a segment SW_OPT_SEGMENT_*.
+ * Refused (SW_EINVAL): warm-up and cluster rules; (SW_ERANGE) a reject
+ * threshold over 1,048,575 passes per key and interval. */
+typedef struct sw_keyed sw_keyed;
+
+/* A table for capacity keys at once (1..2^28) on the heap: its memory is
+ * reserved, and used as keys arrive. */
+SW_API int sw_keyed_create(sw_keyed **out, uint32_t capacity, const sw_options *opts);
+/* The same in a shared segment (name and flags as sw_segment_open; an
+ * existing table must have the same capacity, key bytes, window and kind
+ * of rule: SW_EGEOMETRY; a registry segment is SW_ETYPE). */
+SW_API int sw_keyed_open(sw_keyed **out, const char *name, uint32_t capacity,
+                         const sw_options *opts, uint32_t flags);
+/* Free the heap table, or unmap the segment (it stays). NULL is a no-op. */
+SW_API void sw_keyed_free(sw_keyed *k);
+/* 1 if this create / open made the table, 0 if it attached to one. */
+SW_API int sw_keyed_created(const sw_keyed *k);
+
+/* Decide an entry of n units (0..INT32_MAX) for key (1..65535 bytes, any
+ * bytes) at now / t and count it, as sw_limiter_entry does for a limiter
+ * (verdict, wait, retry-after, remaining, would_block). A new key is
+ * inserted. flags must be 0 (SW_ENTRY_PRIORITIZED: SW_ENOTSUP, no borrowing
+ * per key). Errors: SW_ENULL, SW_EPERM (read-only), SW_ETIME, SW_ERANGE (n,
+ * key length), SW_EINVAL, SW_EBUSY (a new key's bucket lock held by a
+ * stopped process for 2 s). Thread-safe, across processes too. */
+SW_API int sw_keyed_entry(sw_keyed *k, const void *key, size_t len, int64_t n, uint32_t flags,
+                          sw_decision *d);
+SW_API int sw_keyed_entry_at(sw_keyed *k, int64_t t, const void *key, size_t len, int64_t n,
+                             uint32_t flags, sw_decision *d);
+/* The end of an admitted entry: RT, successes and errors in the table's
+ * totals; for the concurrency grade, one request of key less in flight
+ * (SW_ESTATE if none). */
+SW_API int sw_keyed_exit(sw_keyed *k, const void *key, size_t len, int64_t rt_ms, int64_t n,
+                         uint32_t flags);
+SW_API int sw_keyed_exit_at(sw_keyed *k, int64_t t, const void *key, size_t len, int64_t rt_ms,
+                            int64_t n, uint32_t flags);
+
+/* A new rule for every key, now (counts kept). The kind of state per key
+ * (windows, pacing, concurrency) cannot change: SW_EINVAL. */
+SW_API int sw_keyed_set_rule(sw_keyed *k, const sw_options *rule);
+SW_API int sw_keyed_get_rule(const sw_keyed *k, sw_options *opts);
+SW_API int sw_keyed_set_dry_run(sw_keyed *k, int on);
+
+/* The table as a whole: its geometry, its keys, and totals since creation. */
+typedef struct sw_keyed_info {
+  uint32_t capacity;    /* keys at once, as created */
+  uint32_t slots;       /* places (a little more than capacity) */
+  uint32_t key_bytes;   /* key bytes kept per key */
+  uint32_t windows;     /* windows of the rule's interval */
+  int64_t interval_ms;
+  int64_t bytes;        /* the table's memory, all of it reserved */
+  int64_t bytes_per_key; /* what one key takes: its place and its index word */
+  int64_t keys;         /* keys present (active or idle) */
+  int64_t inserted;     /* keys inserted since creation */
+  int64_t reclaimed;    /* ... into the place of an idle key (nothing lost) */
+  int64_t evicted;      /* ... into the place of an active key (SW_FULL_EVICT) */
+  int64_t refused;      /* new keys refused while full (SW_FULL_OPEN / _CLOSED) */
+  int64_t pass, block, would_block; /* entries' units */
+  int64_t success, exception, rt;   /* from exits: units, and the sum of RTs in ms */
+  int64_t reserved[4];
+} sw_keyed_info;
+SW_API int sw_keyed_stats(const sw_keyed *k, sw_keyed_info *out);
+
+/* One key as seen at t. */
+#define SW_KEYED_KEY_MAX 128
+typedef struct sw_keyed_key {
+  uint8_t key[SW_KEYED_KEY_MAX]; /* its bytes (zero-padded) */
+  uint32_t len;      /* its length; 0: key[0..15] is the digest of a longer key */
+  uint32_t reserved32;
+  int64_t pass;      /* passes in the interval ending at t */
+  int64_t block;     /* blocks in the latest window that blocked, if in the interval */
+  int64_t in_flight; /* concurrency grade */
+  int64_t last_ms;   /* start of its latest window with a pass (-1: none) */
+  int64_t reserved[2];
+} sw_keyed_key;
+
+/* The state of key at t: 1 and *out, or 0 if the table does not hold it. */
+SW_API int sw_keyed_lookup_at(const sw_keyed *k, int64_t t, const void *key, size_t len,
+                              sw_keyed_key *out);
+/* Keys in slot order, streaming: start with *cursor = 0; writes up to cap
+ * keys present (idle ones too) and advances *cursor; returns how many were
+ * written (0 at the end). Bounded memory whatever the table's size. */
+SW_API int sw_keyed_scan_at(const sw_keyed *k, int64_t t, uint64_t *cursor, sw_keyed_key *out,
+                            uint32_t cap);
+#define SW_KEYED_BY_PASS 0
+#define SW_KEYED_BY_BLOCK 1
+/* The n keys with the most passes (or blocks) at t, most first; returns
+ * how many were written. *active (may be NULL) receives the number of keys
+ * with a pass or a block in the interval. One pass over the table. */
+SW_API int sw_keyed_top_at(const sw_keyed *k, int64_t t, uint32_t by, sw_keyed_key *out,
+                           uint32_t n, int64_t *active);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,329 @@
+/* Keyed entries and exits: the table's rule applied to one key's words,
+ * each decision one CAS on one word (keyed.h). */
+#include <math.h>
+#include <string.h>
+
+#include "keyed.h"
+
+#define SW__KT_RETRY 1 /* the slot changed generation under us: find the key again */
+
+/* Whole units left under limit (>= 0) once used are taken. */
+static inline int64_t sw__kt_left(double limit, int64_t used) {
+  int64_t whole = limit < (double)INT64_MAX ? (int64_t)limit : INT64_MAX;
+  return whole > used ? whole - used : 0;
+}
+
+/* Sentinel's DefaultController: (int)(pass / interval_sec) + n > limit. */
+static inline bool sw__kt_over(const sw_keyed *k, int64_t pass, int64_t n, double limit) {
+  return (double)(int64_t)((double)pass / k->isec) + (double)n > limit;
+}
+
+static inline uint64_t sw__kt_behind(uint64_t wid, uint64_t w) {
+  return (wid - sw__kt_wid(w)) & SW__KT_WID_MASK;
+}
+
+/* Add n to the window word of wid (statistics of pacing and concurrency
+ * tables, blocks): a few CAS attempts, never across a generation. */
+static void sw__kt_add(_Atomic uint64_t *word, uint32_t gen, int64_t wid, int64_t n) {
+  uint64_t w = atomic_load_explicit(word, memory_order_relaxed);
+  for (int tries = 0; tries < 8 && sw__kt_wgen(w) == gen; tries++) {
+    bool same = sw__kt_wid(w) == ((uint64_t)wid & SW__KT_WID_MASK);
+    int64_t c = (same ? sw__kt_count(w) : 0) + n;
+    uint64_t next = sw__kt_word(gen, wid, c > SW__KT_COUNT_MAX ? SW__KT_COUNT_MAX : c);
+    if (atomic_compare_exchange_weak_explicit(word, &w, next, memory_order_relaxed,
+                                              memory_order_relaxed))
+      return;
+  }
+}
+
+/* The first window boundary at which the interval (the key's windows as
+ * read, passes in counts[i] of window wid - i) leaves room for n. */
+static int64_t sw__kt_retry_after(const sw_keyed *k, int64_t t, int64_t wid, const int64_t *counts,
+                                  int64_t n, double limit) {
+  if ((double)n > limit) return -1;
+  for (uint32_t s = 1; s <= k->windows; s++) { /* after s boundaries, s windows have left */
+    int64_t rest = 0;
+    for (uint32_t i = 0; i + s < k->windows; i++) rest += counts[i];
+    if (!sw__kt_over(k, rest, n, limit)) return (wid + s) * k->wl - t;
+  }
+  return (wid + k->windows) * k->wl - t;
+}
+
+static void sw__kt_blocked(sw_keyed *k, const sw__rule *r, uint32_t idx, uint32_t gen,
+                           int64_t wid, int64_t n, sw_decision *d) {
+  d->verdict = SW_VERDICT_BLOCK;
+  sw__kt_add(sw__kt_blocks(k, idx), gen, wid, n);
+  atomic_fetch_add_explicit(&sw__kt_my_totals(k)->block, n, memory_order_relaxed);
+}
+
+/* Reject behaviour, strict: the interval's passes and the current window's
+ * word checked and counted with one CAS; older windows sealed first. */
+static int sw__kt_decide_reject(sw_keyed *k, const sw__rule *r, int64_t t, uint32_t idx,
+                                uint32_t gen, int64_t n, sw_decision *d) {
+  _Atomic uint64_t *win = sw__kt_win(k, idx);
+  const uint32_t nw = k->windows;
+  int64_t wid = t / k->wl, counts[SW__KT_MAX_WINDOWS];
+  for (;;) {
+    const uint32_t cur = (uint32_t)(wid % nw);
+    const uint64_t tag = (uint64_t)wid & SW__KT_WID_MASK;
+    int64_t pass = 0;
+    bool unsealed = false;
+    memset(counts, 0, nw * sizeof counts[0]);
+    for (uint32_t i = 0; i < nw; i++) {
+      if (i == cur) continue;
+      uint64_t w = atomic_load_explicit(&win[i], memory_order_relaxed);
+      if (sw__unlikely(sw__kt_wgen(w) != gen)) return SW__KT_RETRY;
+      uint64_t back = sw__kt_behind(tag, w);
+      if (back == 0 || back >= nw || sw__kt_count(w) == 0) continue;
+      counts[back] = sw__kt_count(w);
+      pass += counts[back];
+      if (!(w & SW__KT_SEAL)) unsealed = true;
+    }
+    if (sw__unlikely(unsealed)) { /* the first admission of a window seals the older ones */
+      for (uint32_t i = 0; i < nw; i++) {
+        uint64_t w = atomic_load_explicit(&win[i], memory_order_relaxed), back;
+        while (i != cur && sw__kt_wgen(w) == gen && !(w & SW__KT_SEAL) &&
+               (back = sw__kt_behind(tag, w)) > 0 && back < nw &&
+               !atomic_compare_exchange_weak_explicit(&win[i], &w, w | SW__KT_SEAL,
+                                                      memory_order_relaxed, memory_order_relaxed)) {
+        }
+      }
+      continue;
+    }
+    uint64_t c = atomic_load_explicit(&win[cur], memory_order_relaxed);
+    for (;;) {
+      if (sw__unlikely(sw__kt_wgen(c) != gen)) return SW__KT_RETRY;
+      const bool same = sw__kt_wid(c) == tag;
+      if (same && (c & SW__KT_SEAL)) break; /* a newer window has started */
+      const uint64_t ahead = (sw__kt_wid(c) - tag) & SW__KT_WID_MASK;
+      if (!same && ahead < nw && sw__kt_count(c) > 0) break; /* the caller's time is behind */
+      counts[0] = same ? sw__kt_count(c) : 0;
+      const int64_t used = pass + counts[0];
+      const bool over = sw__kt_over(k, used, n, r->threshold);
+      if (over && !r->dry_run) {
+        d->retry_after_ms = sw__kt_retry_after(k, t, wid, counts, n, r->threshold);
+        d->remaining = sw__kt_left(r->threshold, (int64_t)((double)used / k->isec));
+        sw__kt_blocked(k, r, idx, gen, wid, n, d);
+        return SW_OK;
+      }
+      int64_t next = counts[0] + n;
+      uint64_t word = sw__kt_word(gen, wid, next > SW__KT_COUNT_MAX ? SW__KT_COUNT_MAX : next);
+      if (atomic_compare_exchange_weak_explicit(&win[cur], &c, word, memory_order_relaxed,
+                                                memory_order_relaxed)) {
+        sw__kt_totals *tot = sw__kt_my_totals(k);
+        atomic_fetch_add_explicit(&tot->pass, n, memory_order_relaxed);
+        if (over) { /* dry run: admitted, counted as a would-be block */
+          d->would_block = 1;
+          atomic_fetch_add_explicit(&tot->would_block, n, memory_order_relaxed);
+        }
+        d->remaining = sw__kt_left(r->threshold, (int64_t)((double)(used + n) / k->isec));
+        return SW_OK;
+      }
+    }
+    /* decide at the newer window */
+    uint64_t ahead = (sw__kt_wid(c) - tag) & SW__KT_WID_MASK;
+    wid += ahead == 0 ? 1 : (int64_t)ahead;
+    t = wid * k->wl;
+  }
+}
+
+/* Pacing per key (a leaky bucket, as nginx's limit_req): the last
+ * admission in microseconds on a 48-bit clock; one CAS. */
+static int sw__kt_decide_pacing(sw_keyed *k, const sw__rule *r, int64_t t, uint32_t idx,
+                                uint32_t gen, int64_t n, sw_decision *d) {
+  _Atomic uint64_t *aux = sw__kt_aux(k, idx);
+  const int64_t wid = t / k->wl;
+  if (r->threshold <= 0 || (double)n / r->threshold * 1e6 > (double)(INT64_C(1) << 46)) {
+    d->retry_after_ms = -1;
+    sw__kt_blocked(k, r, idx, gen, wid, n, d);
+    return SW_OK;
+  }
+  const int64_t cost = (int64_t)round((double)n / r->threshold * 1e6),
+                max_queue = r->max_queue_ms * 1000;
+  const uint64_t now = ((uint64_t)t * 1000u) & SW__KT_VALUE_MASK;
+  uint64_t a = atomic_load_explicit(aux, memory_order_relaxed), next;
+  int64_t wait;
+  for (;;) {
+    if (sw__unlikely(sw__kt_wgen(a) != gen)) return SW__KT_RETRY;
+    const uint64_t last = a & SW__KT_VALUE_MASK;
+    wait = 0;
+    next = now;
+    if (last != 0) {
+      uint64_t due = (last + (uint64_t)cost) & SW__KT_VALUE_MASK;
+      int64_t ahead = (int64_t)(((due - now) & SW__KT_VALUE_MASK) << 16) >> 16; /* signed 48 */
+      if (ahead > 0) {
+        wait = ahead;
+        next = due;
+      }
+    }
+    if (wait > max_queue) {
+      if (!r->dry_run) {
+        d->retry_after_ms = (wait - max_queue + 999) / 1000;
+        sw__kt_blocked(k, r, idx, gen, wid, n, d);
+        return SW_OK;
+      }
+      d->would_block = 1; /* dry run: admitted now, the queue left as it is */
+      break;
+    }
+    if (next == 0) next = 1; /* 0 means "no admission yet" */
+    if (atomic_compare_exchange_weak_explicit(aux, &a, sw__kt_word(gen, 0, 0) | next,
+                                              memory_order_relaxed, memory_order_relaxed))
+      break;
+  }
+  sw__kt_totals *tot = sw__kt_my_totals(k);
+  atomic_fetch_add_explicit(&tot->pass, n, memory_order_relaxed);
+  if (d->would_block) {
+    atomic_fetch_add_explicit(&tot->would_block, n, memory_order_relaxed);
+    wait = 0;
+  }
+  sw__kt_add(&sw__kt_win(k, idx)[wid % k->windows], gen, wid, n);
+  d->verdict = wait > 0 ? SW_VERDICT_WAIT : SW_VERDICT_PASS;
+  d->wait_ms = (wait + 500) / 1000;
+  d->remaining = cost > 0 ? (max_queue - wait) / cost : INT32_MAX;
+  return SW_OK;
+}
+
+/* Concurrency grade per key: requests in flight, one CAS. */
+static int sw__kt_decide_concurrency(sw_keyed *k, const sw__rule *r, int64_t t, uint32_t idx,
+                                     uint32_t gen, int64_t n, sw_decision *d) {
+  _Atomic uint64_t *aux = sw__kt_aux(k, idx);
+  const int64_t wid = t / k->wl;
+  uint64_t a = atomic_load_explicit(aux, memory_order_relaxed);
+  for (;;) {
+    if (sw__unlikely(sw__kt_wgen(a) != gen)) return SW__KT_RETRY;
+    int64_t c = (int64_t)(a & SW__KT_VALUE_MASK);
+    if ((double)(c + n) > r->threshold) {
+      if (!r->dry_run) {
+        /* nothing says when a request will finish: suggest the average RT */
+        sw__kt_totals *tot = sw__kt_my_totals(k);
+        int64_t ok = atomic_load(&tot->success), rt = atomic_load(&tot->rt);
+        d->retry_after_ms = (double)n > r->threshold ? -1 : ok > 0 && rt / ok > 1 ? rt / ok : 1;
+        d->remaining = sw__kt_left(r->threshold, c);
+        sw__kt_blocked(k, r, idx, gen, wid, n, d);
+        return SW_OK;
+      }
+      d->would_block = 1;
+    }
+    if (atomic_compare_exchange_weak_explicit(aux, &a, a + 1, memory_order_relaxed,
+                                              memory_order_relaxed)) {
+      d->remaining = sw__kt_left(r->threshold, c + 1);
+      break;
+    }
+  }
+  sw__kt_totals *tot = sw__kt_my_totals(k);
+  atomic_fetch_add_explicit(&tot->pass, n, memory_order_relaxed);
+  if (d->would_block) atomic_fetch_add_explicit(&tot->would_block, n, memory_order_relaxed);
+  sw__kt_add(&sw__kt_win(k, idx)[wid % k->windows], gen, wid, n);
+  return SW_OK;
+}
+
+int sw__kt_decide(sw_keyed *k, const sw__rule *r, int64_t t, const sw__kt_ref *ref, int64_t n,
+                  sw_decision *d) {
+  const uint32_t gen = sw__kt_mgen(ref->meta);
+  switch (k->kind) {
+  case SW__KT_PACING:
+    return sw__kt_decide_pacing(k, r, t, ref->idx, gen, n, d);
+  case SW__KT_CONCURRENCY:
+    return sw__kt_decide_concurrency(k, r, t, ref->idx, gen, n, d);
+  default:
+    return sw__kt_decide_reject(k, r, t, ref->idx, gen, n, d);
+  }
+}
+
+/* The table is full of active keys and its policy refuses new ones: the
+ * entry passes uncounted (SW_FULL_OPEN) or is blocked (SW_FULL_CLOSED). */
+static void sw__kt_refused(sw_keyed *k, int64_t t, int64_t n, sw_decision *d) {
+  sw__kt_totals *tot = sw__kt_my_totals(k);
+  atomic_fetch_add_explicit(&tot->refused, 1, memory_order_relaxed);
+  if (k->hdr->cfg.on_full == SW_FULL_OPEN) {
+    atomic_fetch_add_explicit(&tot->pass, n, memory_order_relaxed);
+    return;
+  }
+  d->verdict = SW_VERDICT_BLOCK;
+  d->retry_after_ms = k->wl - t % k->wl; /* a key may have gone idle by then */
+  atomic_fetch_add_explicit(&tot->block, n, memory_order_relaxed);
+}
+
+#define SW__KT_CHECK(k)                                                            \
+  do {                                                                             \
+    if (sw__unlikely((k) == NULL)) return sw__fail(SW_ENULL, "keyed table is NULL"); \
+  } while (0)
+
+SW_API int sw_keyed_entry_at(sw_keyed *k, int64_t t, const void *key, size_t len, int64_t n,
+                             uint32_t flags, sw_decision *d) {
+  SW__KT_CHECK(k);
+  SW__CHECK_WRITABLE(k);
+  SW__CHECK_NULL(d, "decision");
+  SW__CHECK_TIME(t);
+  if (sw__unlikely(n < 0 || n > INT32_MAX))
+    return sw__fail(SW_ERANGE, "n=%lld is outside 0..%d", (long long)n, INT32_MAX);
+  if (sw__unlikely(flags != 0))
+    return sw__fail(flags == SW_ENTRY_PRIORITIZED ? SW_ENOTSUP : SW_EINVAL,
+                    "entry flags 0x%x: a keyed table takes none (no borrowing per key)", flags);
+  sw__kt_key q;
+  int rc = sw__kt_prepare(k, key, len, &q);
+  if (rc < 0) return rc;
+  memset(d, 0, sizeof *d);
+  sw__rule r;
+  sw__rule_box_load(&k->hdr->rule, &r, false);
+  sw__kt_ref ref;
+  for (int tries = 1;; tries++) {
+    rc = sw__kt_find(k, &q, &ref);
+    if (!rc && (rc = sw__kt_find_or_insert(k, t, &q, &ref)) <= 0) {
+      if (rc < 0) return rc;
+      sw__kt_refused(k, t, n, d);
+      return SW_OK;
+    }
+    if ((rc = sw__kt_decide(k, &r, t, &ref, n, d)) != SW__KT_RETRY) return rc;
+    /* The slot is being given to another key. Its giver finishes in a few
+     * instructions; one that died is repaired by the next locker of the
+     * key's buckets, so after a while go through them. */
+    if (tries % 64 == 0 && (rc = sw__kt_find_or_insert(k, t, &q, &ref)) < 0) return rc;
+  }
+}
+
+SW_API int sw_keyed_entry(sw_keyed *k, const void *key, size_t len, int64_t n, uint32_t flags,
+                          sw_decision *d) {
+  return sw_keyed_entry_at(k, sw_now_ms(), key, len, n, flags, d);
+}
+
+SW_API int sw_keyed_exit_at(sw_keyed *k, int64_t t, const void *key, size_t len, int64_t rt_ms,
+                            int64_t n, uint32_t flags) {
+  SW__KT_CHECK(k);
+  SW__CHECK_WRITABLE(k);
+  SW__CHECK_TIME(t);
+  if (sw__unlikely(n < 0 || n > INT32_MAX || rt_ms < 0 || rt_ms > INT32_MAX))
+    return sw__fail(SW_ERANGE, "n=%lld, rt_ms=%lld: both must be in 0..%d", (long long)n,
+                    (long long)rt_ms, INT32_MAX);
+  if (flags & ~SW_EXIT_ERROR) return sw__fail(SW_EINVAL, "unknown exit flags 0x%x", flags);
+  sw__kt_key q;
+  int rc = sw__kt_prepare(k, key, len, &q);
+  if (rc < 0) return rc;
+  sw__kt_totals *tot = sw__kt_my_totals(k);
+  if (k->kind == SW__KT_CONCURRENCY) { /* one request of this key less in flight */
+    sw__kt_ref ref;
+    bool left = false;
+    for (int tries = 0; !left && tries < 64 && sw__kt_find(k, &q, &ref); tries++) {
+      _Atomic uint64_t *aux = sw__kt_aux(k, ref.idx);
+      uint64_t a = atomic_load_explicit(aux, memory_order_relaxed);
+      while (sw__kt_wgen(a) == sw__kt_mgen(ref.meta) && (a & SW__KT_VALUE_MASK) > 0 &&
+             !(left = atomic_compare_exchange_weak_explicit(aux, &a, a - 1, memory_order_relaxed,
+                                                            memory_order_relaxed))) {
+      }
+      if (!left && sw__kt_wgen(a) == sw__kt_mgen(ref.meta)) break; /* nothing in flight */
+    }
+    if (!left) {
+      atomic_fetch_add_explicit(&tot->orphan_exits, 1, memory_order_relaxed);
+      return sw__fail(SW_ESTATE, "exit without an entry of this key in flight");
+    }
+  }
+  atomic_fetch_add_explicit(&tot->success, n, memory_order_relaxed);
+  atomic_fetch_add_explicit(&tot->rt, rt_ms, memory_order_relaxed);
+  if (flags & SW_EXIT_ERROR) atomic_fetch_add_explicit(&tot->exception, n, memory_order_relaxed);
+  return SW_OK;
+}
+
+SW_API int sw_keyed_exit(sw_keyed *k, const void *key, size_t len, int64_t rt_ms, int64_t n,
+                         uint32_t flags) {
+  return sw_keyed_exit_at(k, sw_now_ms(), key, len, rt_ms, n, flags);
+}

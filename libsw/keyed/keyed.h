@@ -1,0 +1,174 @@
+/* Internal layout of a keyed table: one rule, any number of keys, a few
+ * dozen bytes per key, in one position-independent block (heap or shared
+ * segment).
+ *
+ *   header (geometry, seeds, rule box, key counters, striped totals)
+ *   locks[nlocks]            robust mutexes, one per stripe of buckets
+ *   index[nbuckets][8]       one meta word per slot: a bucket is one cache line
+ *   slots[nbuckets * 8]      key words | blocks | aux | windows[n]
+ *
+ * A key hashes (seeded) to two buckets of 8 slots; it lives in one slot of
+ * either. Its state is a few 64-bit words, each carrying the slot's
+ * generation:
+ *   window  gen:16 | seal:1 | wid:27 | count:20   the passes of one window
+ *   blocks  gen:16 | 0:1    | wid:27 | count:20   blocks of the latest window that blocked
+ *   aux     gen:16 | value:48                     pacing: last admission (us); concurrency:
+ *                                                 requests in flight
+ * A window word holds a window's number and count together, so resetting a
+ * window and counting in it is one CAS; the seal bit makes strict admissions
+ * linearizable across window boundaries (as in metric.c).
+ *
+ * meta: state:2 | gen:16 | (READY) len:8 | fragment:38 of the key's hash.
+ *   EMPTY(gen): free, its state words at gen; the initial all-zero word.
+ *   BUSY(gen):  an inserter is writing the key (under the bucket's lock).
+ *   READY(gen): the key is valid. len 0: the key is a 16-byte digest of a
+ *               key longer than the slot holds.
+ *
+ * Entries take no lock: find the key's slot (meta, then key words), then
+ * CAS its state words, each CAS requiring the word's generation to equal
+ * the meta's. Inserts, reclaims and evictions hold the locks of the key's
+ * two buckets (so one key is never inserted twice). Giving a slot to another
+ * key first moves every state word to gen + 1 by CAS — an entry that counted
+ * in between makes that CAS fail, and an idle key found active again is
+ * kept — and only then changes the meta: no count ever lands in another
+ * key's state. A process killed inside a lock leaves a BUSY slot or words
+ * at gen + 1; the next locker (EOWNERDEAD) repairs the lock's buckets. */
+#ifndef SW_KEYED_H
+#define SW_KEYED_H
+
+#include "../rule.h"
+
+#define SW__KT_MAGIC 0x544b5753u /* "SWKT" */
+#define SW__KT_LAYOUT_VERSION 1u
+#define SW__KT_WAYS 8u
+#define SW__KT_TOTAL_STRIPES 16u
+#define SW__KT_MAX_LOCKS 1024u
+#define SW__KT_MAX_KEY 128u   /* the largest SW_OPT_KEY_BYTES */
+#define SW__KT_MAX_WINDOWS 64 /* the largest window count of a keyed rule */
+
+/* meta */
+#define SW__KT_EMPTY 0u
+#define SW__KT_BUSY 1u
+#define SW__KT_READY 2u
+#define sw__kt_state(m) ((uint32_t)((m) >> 62))
+#define sw__kt_mgen(m) ((uint32_t)((m) >> 46) & 0xffffu)
+#define sw__kt_meta(state, gen, low) \
+  (((uint64_t)(state) << 62) | ((uint64_t)((gen) & 0xffffu) << 46) | (low))
+#define SW__KT_FRAG_BITS 38
+/* state words */
+#define SW__KT_COUNT_MAX ((INT64_C(1) << 20) - 1)
+#define SW__KT_WID_MASK ((UINT64_C(1) << 27) - 1)
+#define SW__KT_SEAL (UINT64_C(1) << 47)
+#define SW__KT_VALUE_MASK ((UINT64_C(1) << 48) - 1)
+#define sw__kt_wgen(w) ((uint32_t)((w) >> 48))
+#define sw__kt_wid(w) (((w) >> 20) & SW__KT_WID_MASK)
+#define sw__kt_count(w) ((int64_t)((w) & (uint64_t)SW__KT_COUNT_MAX))
+#define sw__kt_word(gen, wid, count) \
+  (((uint64_t)((gen) & 0xffffu) << 48) | (((uint64_t)(wid) & SW__KT_WID_MASK) << 20) | \
+   (uint64_t)(count))
+
+/* What each key keeps, fixed by the rule the table was created with. */
+enum { SW__KT_REJECT = 0, SW__KT_PACING = 1, SW__KT_CONCURRENCY = 2 };
+
+/* The creation parameters (a shared segment's configuration). */
+typedef struct sw__kt_config {
+  uint32_t capacity;
+  uint32_t key_bytes; /* stored per slot: a multiple of 8, >= 16 */
+  uint32_t windows;
+  uint32_t on_full; /* SW_FULL_* */
+  int64_t interval_ms;
+  sw__rule rule; /* the rule the table starts with */
+} sw__kt_config;
+
+/* Totals since creation, striped over cache lines. */
+typedef struct sw__kt_totals {
+  _Atomic int64_t pass, block, would_block, success, exception, rt, refused, orphan_exits;
+} sw__kt_totals;
+
+typedef struct sw__kt_hdr {
+  uint32_t magic, layout_version;
+  sw__kt_config cfg;
+  uint32_t nbuckets, nlocks, slot_size, kind;
+  int64_t wl;          /* window length */
+  uint64_t seed[2];    /* the hash's secret, random per table */
+  uint64_t locks_off, index_off, slots_off, total_size;
+  sw__rule_box rule;
+  pthread_mutex_t rule_lock;
+  _Alignas(64) _Atomic int64_t keys; /* READY slots */
+  _Atomic int64_t inserted, reclaimed, evicted;
+  _Alignas(64) sw__kt_totals totals[SW__KT_TOTAL_STRIPES];
+} sw__kt_hdr;
+
+struct sw_keyed {
+  sw__kt_hdr *hdr;
+  pthread_mutex_t *locks;
+  _Atomic uint64_t *index;
+  unsigned char *slots;
+  uint32_t nbuckets, slot_size, key_words, windows, kind;
+  int64_t wl;
+  double isec; /* the interval in seconds */
+  bool readonly;
+  bool heap;    /* the block is an anonymous mapping of ours */
+  bool created; /* this open created the table */
+  void *shm;    /* the segment (sw__shm), or NULL on the heap */
+  char *name;
+};
+
+/* A key as looked for: its words as stored (zero-padded; a digest for a
+ * key longer than the slot holds), its hash and its meta fields. */
+typedef struct sw__kt_key {
+  uint64_t w[SW__KT_MAX_KEY / 8];
+  uint64_t hash;
+  uint64_t low;       /* len:8 | fragment:38, as in a READY meta */
+  uint32_t b[2];      /* its two buckets */
+  uint32_t nwords;    /* words to compare */
+} sw__kt_key;
+
+/* A key's place: its slot, and the meta seen when it was found. */
+typedef struct sw__kt_ref {
+  uint32_t idx; /* slot index (bucket * 8 + way) */
+  uint64_t meta;
+} sw__kt_ref;
+
+static inline _Atomic uint64_t *sw__kt_slot(const sw_keyed *k, uint32_t idx) {
+  return (_Atomic uint64_t *)(k->slots + (uint64_t)idx * k->slot_size);
+}
+/* The state words of a slot: blocks, aux, then the windows. */
+static inline _Atomic uint64_t *sw__kt_blocks(const sw_keyed *k, uint32_t idx) {
+  return sw__kt_slot(k, idx) + k->key_words;
+}
+static inline _Atomic uint64_t *sw__kt_aux(const sw_keyed *k, uint32_t idx) {
+  return sw__kt_slot(k, idx) + k->key_words + 1;
+}
+static inline _Atomic uint64_t *sw__kt_win(const sw_keyed *k, uint32_t idx) {
+  return sw__kt_slot(k, idx) + k->key_words + 2;
+}
+static inline uint32_t sw__kt_state_words(const sw_keyed *k) { return 2 + k->windows; }
+
+static inline sw__kt_totals *sw__kt_my_totals(const sw_keyed *k) {
+  return &k->hdr->totals[sw__stripe_hint() & (SW__KT_TOTAL_STRIPES - 1)];
+}
+
+/* table.c */
+int sw__kt_prepare(const sw_keyed *k, const void *key, size_t len, sw__kt_key *q);
+/* Find q's slot without a lock: 1 and *ref, or 0. */
+int sw__kt_find(const sw_keyed *k, const sw__kt_key *q, sw__kt_ref *ref);
+/* Find q's slot, inserting the key (reclaiming or evicting as the table's
+ * policy says) when it is absent. 1 found or inserted, 0 refused by the
+ * full-table policy, or a negative code (a lock timed out). */
+int sw__kt_find_or_insert(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_ref *ref);
+/* True when a slot's state holds nothing at t (every window out of the
+ * interval, pacing drained, nothing in flight). */
+bool sw__kt_idle(const sw_keyed *k, uint32_t idx, uint32_t gen, int64_t t);
+/* The window number of t (full) and its 27-bit tag. */
+static inline int64_t sw__kt_wid_of(const sw_keyed *k, int64_t t) { return t / k->wl; }
+
+/* entry.c: the rule (loaded by the caller) applied to one key's slot. */
+int sw__kt_decide(sw_keyed *k, const sw__rule *r, int64_t t, const sw__kt_ref *ref, int64_t n,
+                  sw_decision *d);
+
+/* Passes of a slot's interval at t (words of generation gen); -1 if a word
+ * is of another generation. */
+int64_t sw__kt_interval_pass(const sw_keyed *k, uint32_t idx, uint32_t gen, int64_t t);
+
+#endif /* SW_KEYED_H */

@@ -1,0 +1,644 @@
+/* The keyed table: layout, creation (heap or shared segment), keys and their
+ * places — lookups without a lock, inserts that reclaim idle keys or evict
+ * the least recently active one (layout and protocol: keyed.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../shm.h"
+#include "keyed.h"
+
+#define SW__KT_LOW_MASK ((UINT64_C(1) << 46) - 1)
+
+/* ------------------------------------------------------------------ hash */
+
+static inline uint64_t sw__mum(uint64_t a, uint64_t b) {
+  unsigned __int128 r = (unsigned __int128)a * b;
+  return (uint64_t)r ^ (uint64_t)(r >> 64);
+}
+
+#define SW__P0 UINT64_C(0xa0761d6478bd642f)
+#define SW__P1 UINT64_C(0xe7037ed1a0b428db)
+#define SW__P2 UINT64_C(0x8ebc6af09c88c6e3)
+
+/* A seeded multiply-mix hash of words (the seed is random per table, so
+ * keys cannot be chosen to collide without knowing it). */
+static uint64_t sw__kt_hash(uint64_t seed, const uint64_t *w, uint32_t nwords, uint64_t len) {
+  uint64_t h = seed ^ sw__mum(len ^ SW__P0, seed ^ SW__P1);
+  uint32_t i = 0;
+  for (; i + 1 < nwords; i += 2) h = sw__mum(w[i] ^ h ^ SW__P0, w[i + 1] ^ seed ^ SW__P1);
+  if (i < nwords) h = sw__mum(w[i] ^ h ^ SW__P0, seed ^ SW__P2);
+  return sw__mum(h ^ SW__P2, len ^ SW__P1);
+}
+
+/* The same over bytes of any length (digests of long keys). */
+static uint64_t sw__kt_hash_bytes(uint64_t seed, const unsigned char *p, size_t len) {
+  uint64_t h = seed ^ sw__mum((uint64_t)len ^ SW__P0, seed ^ SW__P1);
+  uint64_t w[2];
+  for (size_t off = 0; off < len; off += 16) {
+    size_t take = len - off < 16 ? len - off : 16;
+    w[0] = w[1] = 0;
+    memcpy(w, p + off, take);
+    h = sw__mum(w[0] ^ h ^ SW__P0, w[1] ^ seed ^ SW__P1);
+  }
+  return sw__mum(h ^ SW__P2, (uint64_t)len ^ SW__P1);
+}
+
+int sw__kt_prepare(const sw_keyed *k, const void *key, size_t len, sw__kt_key *q) {
+  if (sw__unlikely(key == NULL)) return sw__fail(SW_ENULL, "key is NULL");
+  if (sw__unlikely(len == 0 || len > 65535))
+    return sw__fail(SW_ERANGE, "key of %zu bytes: keys take 1..65535 bytes", len);
+  const uint64_t *seed = k->hdr->seed;
+  uint64_t lenfield;
+  if (sw__likely(len <= (size_t)k->key_words * 8)) {
+    q->nwords = (uint32_t)((len + 7) / 8);
+    q->w[q->nwords - 1] = 0;
+    memcpy(q->w, key, len);
+    q->hash = sw__kt_hash(seed[0], q->w, q->nwords, len);
+    lenfield = len;
+  } else { /* longer than a slot holds: its 128-bit digest stands for it */
+    q->w[0] = sw__kt_hash_bytes(seed[0], key, len);
+    q->w[1] = sw__kt_hash_bytes(seed[1], key, len);
+    q->nwords = 2;
+    q->hash = q->w[0];
+    lenfield = 0;
+  }
+  q->low = (lenfield << SW__KT_FRAG_BITS) | (q->hash >> (64 - SW__KT_FRAG_BITS));
+  const uint64_t nb = k->nbuckets;
+  q->b[0] = (uint32_t)(((q->hash & 0xffffffffu) * nb) >> 32);
+  q->b[1] = (uint32_t)(((sw__mum(q->hash ^ seed[1], SW__P2) & 0xffffffffu) * nb) >> 32);
+  if (q->b[1] == q->b[0] && nb > 1) q->b[1] = (q->b[0] + 1) % (uint32_t)nb;
+  return SW_OK;
+}
+
+/* ---------------------------------------------------------------- lookup */
+
+static inline bool sw__kt_same_key(const sw_keyed *k, uint32_t idx, const sw__kt_key *q) {
+  _Atomic uint64_t *w = sw__kt_slot(k, idx);
+  for (uint32_t i = 0; i < q->nwords; i++)
+    if (atomic_load_explicit(&w[i], memory_order_relaxed) != q->w[i]) return false;
+  return true;
+}
+
+int sw__kt_find(const sw_keyed *k, const sw__kt_key *q, sw__kt_ref *ref) {
+  const uint64_t want = sw__kt_meta(SW__KT_READY, 0, q->low);
+  for (int j = 0; j < 2; j++) {
+    if (j == 1 && q->b[1] == q->b[0]) break;
+    const uint32_t first = q->b[j] * SW__KT_WAYS;
+    for (uint32_t way = 0; way < SW__KT_WAYS; way++) {
+      uint64_t m = atomic_load_explicit(&k->index[first + way], memory_order_acquire);
+      /* READY with this key's length and fragment, whatever the generation */
+      if ((m & ~(UINT64_C(0xffff) << 46)) != want || !sw__kt_same_key(k, first + way, q)) continue;
+      *ref = (sw__kt_ref){first + way, m};
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------- idle keys */
+
+/* The 27-bit distance from window w to the window of wid (the later one). */
+static inline uint64_t sw__kt_behind(int64_t wid, uint64_t w) {
+  return ((uint64_t)wid - sw__kt_wid(w)) & SW__KT_WID_MASK;
+}
+
+/* A window word holds nothing at wid: its window is out of the interval
+ * and not ahead of it (a newer window means the caller's time is behind). */
+static inline bool sw__kt_window_idle(const sw_keyed *k, uint64_t w, int64_t wid) {
+  return sw__kt_count(w) == 0 ||
+         (sw__kt_behind(wid, w) >= k->windows &&
+          ((sw__kt_wid(w) - (uint64_t)wid) & SW__KT_WID_MASK) >= k->windows);
+}
+
+static inline bool sw__kt_aux_idle(const sw_keyed *k, uint64_t a, int64_t t) {
+  uint64_t v = a & SW__KT_VALUE_MASK;
+  if (v == 0) return true;
+  if (k->kind == SW__KT_CONCURRENCY) return false;
+  /* pacing: drained once the last admission is not after now (48-bit clock) */
+  uint64_t now = ((uint64_t)t * 1000u) & SW__KT_VALUE_MASK;
+  return ((v - now) & SW__KT_VALUE_MASK) == 0 || ((v - now) & SW__KT_VALUE_MASK) >> 47;
+}
+
+bool sw__kt_idle(const sw_keyed *k, uint32_t idx, uint32_t gen, int64_t t) {
+  const int64_t wid = sw__kt_wid_of(k, t);
+  uint64_t a = atomic_load_explicit(sw__kt_aux(k, idx), memory_order_relaxed);
+  if (sw__kt_wgen(a) != gen || !sw__kt_aux_idle(k, a, t)) return false;
+  _Atomic uint64_t *win = sw__kt_win(k, idx);
+  for (uint32_t i = 0; i < k->windows; i++) {
+    uint64_t w = atomic_load_explicit(&win[i], memory_order_relaxed);
+    if (sw__kt_wgen(w) != gen || !sw__kt_window_idle(k, w, wid)) return false;
+  }
+  return true;
+}
+
+/* How long ago the slot was last active (in windows; larger is older). */
+static uint64_t sw__kt_age(const sw_keyed *k, uint32_t idx, int64_t wid) {
+  uint64_t age = SW__KT_WID_MASK;
+  _Atomic uint64_t *win = sw__kt_win(k, idx);
+  for (uint32_t i = 0; i < k->windows; i++) {
+    uint64_t w = atomic_load_explicit(&win[i], memory_order_relaxed), b = sw__kt_behind(wid, w);
+    if (sw__kt_count(w) > 0 && b < age) age = b;
+  }
+  return age;
+}
+
+/* ----------------------------------------------------------------- locks */
+
+typedef struct sw__kt_repair_arg {
+  sw_keyed *k;
+  uint32_t lock;
+} sw__kt_repair_arg;
+
+/* Move every state word of slot idx from gen to gen + 1, emptied. idle:
+ * only if each holds nothing at t (else the words moved so far go back and
+ * false is returned); otherwise whatever they hold (an eviction). */
+static bool sw__kt_move_words(sw_keyed *k, uint32_t idx, uint32_t gen, int64_t t, bool idle) {
+  const uint32_t nw = sw__kt_state_words(k);
+  _Atomic uint64_t *w = sw__kt_blocks(k, idx);
+  const uint64_t next = sw__kt_word(gen + 1, 0, 0), back = sw__kt_word(gen, 0, 0);
+  const int64_t wid = sw__kt_wid_of(k, t);
+  for (uint32_t i = 0; i < nw; i++) {
+    uint64_t v = atomic_load_explicit(&w[i], memory_order_relaxed);
+    for (;;) {
+      bool holds = i == 1 ? !sw__kt_aux_idle(k, v, t) : i > 1 && !sw__kt_window_idle(k, v, wid);
+      if (sw__kt_wgen(v) != gen || (idle && holds)) { /* active (or not ours): undo */
+        for (uint32_t j = 0; j < i; j++) atomic_store_explicit(&w[j], back, memory_order_relaxed);
+        return false;
+      }
+      if (atomic_compare_exchange_weak_explicit(&w[i], &v, next, memory_order_relaxed,
+                                                memory_order_relaxed))
+        break;
+    }
+    if (i == 0) SW__KILL_POINT("keyed-move");
+  }
+  return true;
+}
+
+/* Repair the buckets of a lock whose holder died: a key half written goes
+ * back to EMPTY; words half moved to the next generation are completed (the
+ * key was idle or evicted: nothing of it is kept) or, if the move had not
+ * reached them all, rolled back. */
+static void sw__kt_repair(void *arg) {
+  const sw__kt_repair_arg *a = arg;
+  sw_keyed *k = a->k;
+  const uint32_t nw = sw__kt_state_words(k);
+  for (uint32_t b = a->lock; b < k->nbuckets; b += k->hdr->nlocks)
+    for (uint32_t idx = b * SW__KT_WAYS; idx < (b + 1) * SW__KT_WAYS; idx++) {
+      uint64_t m = atomic_load(&k->index[idx]);
+      uint32_t gen = sw__kt_mgen(m), moved = 0;
+      _Atomic uint64_t *w = sw__kt_blocks(k, idx);
+      if (sw__kt_state(m) == SW__KT_BUSY) {
+        atomic_store(&k->index[idx], sw__kt_meta(SW__KT_EMPTY, gen, 0));
+        continue;
+      }
+      if (sw__kt_state(m) != SW__KT_READY) continue;
+      for (uint32_t i = 0; i < nw; i++) moved += sw__kt_wgen(atomic_load(&w[i])) == ((gen + 1) & 0xffffu);
+      if (moved == 0) continue;
+      if (moved == nw) {
+        atomic_store(&k->index[idx], sw__kt_meta(SW__KT_EMPTY, gen + 1, 0));
+        atomic_fetch_sub(&k->hdr->keys, 1);
+      } else {
+        for (uint32_t i = 0; i < nw; i++)
+          if (sw__kt_wgen(atomic_load(&w[i])) != gen) atomic_store(&w[i], sw__kt_word(gen, 0, 0));
+      }
+    }
+}
+
+/* Take the locks of q's two buckets, in order. */
+static int sw__kt_lock(sw_keyed *k, const sw__kt_key *q, uint32_t lk[2]) {
+  const uint32_t nl = k->hdr->nlocks;
+  lk[0] = q->b[0] % nl;
+  lk[1] = q->b[1] % nl;
+  if (lk[1] < lk[0]) {
+    uint32_t x = lk[0];
+    lk[0] = lk[1];
+    lk[1] = x;
+  }
+  for (int i = 0; i < 2; i++) {
+    if (i == 1 && lk[1] == lk[0]) break;
+    sw__kt_repair_arg arg = {k, lk[i]};
+    int rc = sw__robust_lock(&k->locks[lk[i]], sw__kt_repair, &arg, "keyed table bucket",
+                             SW__WRITE_LOCK_MS);
+    if (rc < 0) {
+      if (i == 1) pthread_mutex_unlock(&k->locks[lk[0]]);
+      return rc;
+    }
+  }
+  return SW_OK;
+}
+
+static void sw__kt_unlock(sw_keyed *k, const uint32_t lk[2]) {
+  if (lk[1] != lk[0]) pthread_mutex_unlock(&k->locks[lk[1]]);
+  pthread_mutex_unlock(&k->locks[lk[0]]);
+}
+
+/* ---------------------------------------------------------------- insert */
+
+/* Write q into slot idx, its state words already at gen (under the lock). */
+static void sw__kt_fill(sw_keyed *k, uint32_t idx, uint32_t gen, const sw__kt_key *q) {
+  atomic_store_explicit(&k->index[idx], sw__kt_meta(SW__KT_BUSY, gen, 0), memory_order_relaxed);
+  atomic_thread_fence(memory_order_release);
+  _Atomic uint64_t *w = sw__kt_slot(k, idx);
+  for (uint32_t i = 0; i < k->key_words; i++) {
+    atomic_store_explicit(&w[i], i < q->nwords ? q->w[i] : 0, memory_order_relaxed);
+    if (i == 0) SW__KILL_POINT("keyed-fill");
+  }
+  atomic_store_explicit(&k->index[idx], sw__kt_meta(SW__KT_READY, gen, q->low),
+                        memory_order_release);
+}
+
+int sw__kt_find_or_insert(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_ref *ref) {
+  if (sw__kt_find(k, q, ref)) return 1;
+  if (k->readonly) return sw__fail(SW_EPERM, "attached read-only: no new keys");
+  uint32_t lk[2];
+  int rc = sw__kt_lock(k, q, lk);
+  if (rc < 0) return rc;
+  if (sw__kt_find(k, q, ref)) { /* inserted meanwhile */
+    sw__kt_unlock(k, lk);
+    return 1;
+  }
+  const int64_t wid = sw__kt_wid_of(k, t);
+  /* An empty slot of the emptier bucket; else an idle key's; else the key
+   * active least recently (an eviction, if the policy allows). */
+  int64_t empty = -1, idle = -1, oldest = -1, best_empty = -1;
+  uint64_t oldest_age = 0;
+  for (int j = 0; j < 2; j++) {
+    if (j == 1 && q->b[1] == q->b[0]) break;
+    int64_t first_empty = -1, n_empty = 0;
+    for (uint32_t idx = q->b[j] * SW__KT_WAYS; idx < (q->b[j] + 1) * SW__KT_WAYS; idx++) {
+      uint64_t m = atomic_load_explicit(&k->index[idx], memory_order_acquire);
+      uint32_t st = sw__kt_state(m);
+      if (st == SW__KT_EMPTY) {
+        if (first_empty < 0) first_empty = idx;
+        n_empty++;
+      } else if (st == SW__KT_READY) {
+        if (idle < 0 && sw__kt_idle(k, idx, sw__kt_mgen(m), t)) idle = idx;
+        uint64_t age = sw__kt_age(k, idx, wid);
+        uint64_t a = atomic_load_explicit(sw__kt_aux(k, idx), memory_order_relaxed);
+        bool in_flight = k->kind == SW__KT_CONCURRENCY && (a & SW__KT_VALUE_MASK) != 0;
+        if (!in_flight && (oldest < 0 || age > oldest_age)) {
+          oldest = idx;
+          oldest_age = age;
+        }
+      }
+    }
+    if (first_empty >= 0 && n_empty > best_empty) {
+      empty = first_empty;
+      best_empty = n_empty;
+    }
+  }
+  rc = 0;
+  if (empty >= 0) {
+    sw__kt_fill(k, (uint32_t)empty, sw__kt_mgen(atomic_load(&k->index[empty])), q);
+    atomic_fetch_add_explicit(&k->hdr->keys, 1, memory_order_relaxed);
+    *ref = (sw__kt_ref){(uint32_t)empty, atomic_load(&k->index[empty])};
+    rc = 1;
+  } else {
+    int64_t victim = idle >= 0 ? idle : k->hdr->cfg.on_full == SW_FULL_EVICT ? oldest : -1;
+    for (int attempt = 0; victim >= 0 && attempt < 2; attempt++) {
+      uint32_t gen = sw__kt_mgen(atomic_load(&k->index[victim]));
+      if (sw__kt_move_words(k, (uint32_t)victim, gen, t, victim == idle)) {
+        sw__kt_fill(k, (uint32_t)victim, gen + 1, q);
+        atomic_fetch_add_explicit(victim == idle ? &k->hdr->reclaimed : &k->hdr->evicted, 1,
+                                  memory_order_relaxed);
+        *ref = (sw__kt_ref){(uint32_t)victim, atomic_load(&k->index[victim])};
+        rc = 1;
+        break;
+      }
+      /* the idle key came back to life meanwhile: evict, if allowed */
+      victim = k->hdr->cfg.on_full == SW_FULL_EVICT && oldest != idle ? oldest : -1;
+      idle = -1;
+    }
+  }
+  if (rc == 1) atomic_fetch_add_explicit(&k->hdr->inserted, 1, memory_order_relaxed);
+  sw__kt_unlock(k, lk);
+  return rc;
+}
+
+/* ------------------------------------------------------------- layout */
+
+static uint64_t sw__kt_hdr_size(void) { return sw__round_up(sizeof(sw__kt_hdr), SW_CACHE_LINE); }
+
+static uint32_t sw__kt_nbuckets(uint32_t capacity) {
+  /* 90% of the slots full at capacity: two choices of 8-slot buckets rarely
+   * find both full below 95% */
+  return (uint32_t)(((uint64_t)capacity * 10 / 9 + SW__KT_WAYS - 1) / SW__KT_WAYS);
+}
+
+static uint32_t sw__kt_slot_size(const sw__kt_config *c) {
+  return c->key_bytes + 8 * (2 + c->windows);
+}
+
+/* Bytes of a table block for a configuration. */
+static uint64_t sw__kt_size(const sw__kt_config *c, uint32_t *nb, uint32_t *nl) {
+  *nb = sw__kt_nbuckets(c->capacity);
+  *nl = *nb < SW__KT_MAX_LOCKS ? *nb : SW__KT_MAX_LOCKS;
+  uint64_t locks = sw__round_up((uint64_t)*nl * sizeof(pthread_mutex_t), SW_CACHE_LINE);
+  uint64_t index = (uint64_t)*nb * SW__KT_WAYS * 8;
+  uint64_t slots = sw__round_up((uint64_t)*nb * SW__KT_WAYS * sw__kt_slot_size(c), SW_CACHE_LINE);
+  return sw__kt_hdr_size() + locks + index + slots;
+}
+
+/* The table's kind and the limits of a keyed rule. */
+static int sw__kt_rule_check(const sw__rule *r, int64_t interval_ms, uint32_t *kind) {
+  if (r->cluster)
+    return sw__fail(SW_EINVAL, "SW_OPT_CLUSTER=1: a keyed table limits each key on this host; "
+                    "fleet-wide limits are per limiter");
+  if (r->behavior == SW_BEHAVIOR_WARM_UP || r->behavior == SW_BEHAVIOR_WARM_UP_PACING)
+    return sw__fail(SW_EINVAL, "SW_OPT_BEHAVIOR=%d (%s): warm-up is per resource, not per key "
+                    "(use a limiter or a registry)", r->behavior, sw__behavior_names[r->behavior]);
+  *kind = r->grade == SW_GRADE_CONCURRENCY     ? SW__KT_CONCURRENCY
+          : r->behavior == SW_BEHAVIOR_PACING ? SW__KT_PACING
+                                              : SW__KT_REJECT;
+  double per_interval = r->threshold * (double)interval_ms / 1000.0;
+  if (*kind == SW__KT_REJECT && per_interval > (double)SW__KT_COUNT_MAX)
+    return sw__fail(SW_ERANGE, "SW_OPT_THRESHOLD=%g: a keyed table counts at most %lld passes "
+                    "per key and interval (%lld ms)", r->threshold,
+                    (long long)SW__KT_COUNT_MAX, (long long)interval_ms);
+  if (*kind == SW__KT_CONCURRENCY && r->threshold > 1e12)
+    return sw__fail(SW_ERANGE, "SW_OPT_THRESHOLD=%g: at most 1e12 requests in flight per key",
+                    r->threshold);
+  return SW_OK;
+}
+
+static int sw__kt_config_from(const sw_options *opts, uint32_t capacity, sw__kt_config *c) {
+  memset(c, 0, sizeof *c);
+  if (capacity == 0 || capacity > (1u << 28))
+    return sw__fail(SW_ESIZE, "capacity=%u is outside 1..%u", capacity, 1u << 28);
+  int64_t v, sample;
+  c->capacity = capacity;
+  sw_options_get(opts, SW_OPT_KEY_BYTES, &v);
+  c->key_bytes = (uint32_t)sw__round_up((uint64_t)v, 8);
+  sw_options_get(opts, SW_OPT_KEYED_ON_FULL, &v);
+  c->on_full = (uint32_t)v;
+  sw_options_get(opts, SW_OPT_SECOND_SAMPLE_COUNT, &sample);
+  sw_options_get(opts, SW_OPT_SECOND_INTERVAL_MS, &c->interval_ms);
+  if (sample > SW__KT_MAX_WINDOWS)
+    return sw__fail(SW_ERANGE, "SW_OPT_SECOND_SAMPLE_COUNT=%lld: a keyed rule has 1..%d windows",
+                    (long long)sample, SW__KT_MAX_WINDOWS);
+  if (c->interval_ms % sample != 0)
+    return sw__fail(SW_ESIZE, "SW_OPT_SECOND_SAMPLE_COUNT=%lld does not divide "
+                    "SW_OPT_SECOND_INTERVAL_MS=%lld", (long long)sample,
+                    (long long)c->interval_ms);
+  c->windows = (uint32_t)sample;
+  uint32_t kind;
+  int rc = sw__rule_from(opts, &c->rule);
+  return rc < 0 ? rc : sw__kt_rule_check(&c->rule, c->interval_ms, &kind);
+}
+
+static void sw__kt_seed(uint64_t seed[2]) {
+  if (getrandom(seed, 2 * sizeof seed[0], GRND_NONBLOCK) == (ssize_t)(2 * sizeof seed[0])) return;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  seed[0] = sw__mum((uint64_t)ts.tv_nsec ^ SW__P0, (uint64_t)getpid() ^ SW__P1);
+  seed[1] = sw__mum(seed[0] ^ (uint64_t)ts.tv_sec, SW__P2);
+}
+
+/* Initialise a zeroed block of sw__kt_size bytes. */
+static int sw__kt_init(void *mem, uint64_t size, const void *config_, bool shared) {
+  const sw__kt_config *c = config_;
+  sw__kt_hdr *h = mem;
+  uint32_t nb, nl;
+  h->cfg = *c;
+  h->total_size = sw__kt_size(c, &nb, &nl);
+  if (h->total_size > size) return sw__fail(SW_ECORRUPT, "keyed table larger than its memory");
+  h->nbuckets = nb;
+  h->nlocks = nl;
+  h->slot_size = sw__kt_slot_size(c);
+  sw__kt_rule_check(&c->rule, c->interval_ms, &h->kind);
+  h->wl = c->interval_ms / c->windows;
+  sw__kt_seed(h->seed);
+  h->locks_off = sw__kt_hdr_size();
+  h->index_off = h->locks_off + sw__round_up((uint64_t)nl * sizeof(pthread_mutex_t), SW_CACHE_LINE);
+  h->slots_off = h->index_off + (uint64_t)nb * SW__KT_WAYS * 8;
+  int rc = sw__robust_init(&h->rule_lock, shared);
+  pthread_mutex_t *locks = (pthread_mutex_t *)((char *)mem + h->locks_off);
+  for (uint32_t i = 0; rc == SW_OK && i < nl; i++) rc = sw__robust_init(&locks[i], shared);
+  if (rc < 0) return rc;
+  sw__rule_box_store(&h->rule, &c->rule);
+  h->layout_version = SW__KT_LAYOUT_VERSION;
+  atomic_thread_fence(memory_order_release);
+  h->magic = SW__KT_MAGIC;
+  return SW_OK;
+}
+
+static int sw__kt_init_shared(void *mem, uint64_t size, const void *config) {
+  return sw__kt_init(mem, size, config, true);
+}
+
+/* Bind a handle to a block, checking its header against its size. */
+static int sw__kt_bind(sw_keyed *k, void *mem, uint64_t size) {
+  sw__kt_hdr *h = mem;
+  uint32_t nb, nl, kind;
+  if (h->magic != SW__KT_MAGIC)
+    return sw__fail(SW_ECORRUPT, "keyed table header has magic 0x%08x", h->magic);
+  if (h->layout_version != SW__KT_LAYOUT_VERSION)
+    return sw__fail(SW_EVERSION, "keyed table layout version %u, this libsw has %u",
+                    h->layout_version, SW__KT_LAYOUT_VERSION);
+  const sw__kt_config *c = &h->cfg;
+  if (c->capacity == 0 || c->capacity > (1u << 28) || c->key_bytes < 16 ||
+      c->key_bytes > SW__KT_MAX_KEY || c->key_bytes % 8 || c->windows == 0 ||
+      c->windows > SW__KT_MAX_WINDOWS || c->interval_ms <= 0 ||
+      c->interval_ms % c->windows != 0 || c->on_full > SW_FULL_CLOSED ||
+      sw__kt_rule_check(&c->rule, c->interval_ms, &kind) < 0 || kind != h->kind ||
+      h->total_size != sw__kt_size(c, &nb, &nl) || h->total_size > size || h->nbuckets != nb ||
+      h->nlocks != nl || h->slot_size != sw__kt_slot_size(c) ||
+      h->wl != c->interval_ms / c->windows || h->locks_off != sw__kt_hdr_size() ||
+      h->index_off != h->locks_off + sw__round_up((uint64_t)nl * sizeof(pthread_mutex_t),
+                                                  SW_CACHE_LINE) ||
+      h->slots_off != h->index_off + (uint64_t)nb * SW__KT_WAYS * 8)
+    return sw__fail(SW_ECORRUPT, "keyed table header describes a layout that does not fit "
+                    "(%llu of %llu bytes)", (unsigned long long)h->total_size,
+                    (unsigned long long)size);
+  k->hdr = h;
+  k->locks = (pthread_mutex_t *)((char *)mem + h->locks_off);
+  k->index = (_Atomic uint64_t *)((char *)mem + h->index_off);
+  k->slots = (unsigned char *)mem + h->slots_off;
+  k->nbuckets = nb;
+  k->slot_size = h->slot_size;
+  k->key_words = c->key_bytes / 8;
+  k->windows = c->windows;
+  k->kind = h->kind;
+  k->wl = h->wl;
+  k->isec = (double)c->interval_ms / 1000.0;
+  return SW_OK;
+}
+
+/* ---------------------------------------------------------- construction */
+
+SW_API int sw_keyed_create(sw_keyed **out, uint32_t capacity, const sw_options *opts) {
+  SW__CHECK_NULL(out, "out");
+  *out = NULL;
+  sw__kt_config c;
+  uint32_t nb, nl;
+  int rc = sw__kt_config_from(opts, capacity, &c);
+  if (rc < 0) return rc;
+  uint64_t size = sw__kt_size(&c, &nb, &nl);
+  sw_keyed *k = sw__calloc(1, sizeof *k);
+  if (k == NULL) return sw__fail(SW_ENOMEM, "keyed table handle");
+  void *mem;
+  /* An anonymous mapping is zero and untouched: memory grows with the keys.
+   * A program's own allocator gets an ordinary (zeroed) block. */
+  if (sw__alloc_custom()) {
+    mem = size <= SIZE_MAX ? sw__calloc(1, (size_t)size) : NULL;
+  } else {
+    mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    k->heap = mem != MAP_FAILED;
+    if (mem == MAP_FAILED) mem = NULL;
+  }
+  if (mem == NULL) {
+    sw__free(k);
+    return sw__fail(SW_ENOMEM, "keyed table of %llu bytes", (unsigned long long)size);
+  }
+  if ((rc = sw__kt_init(mem, size, &c, false)) < 0 || (rc = sw__kt_bind(k, mem, size)) < 0) {
+    if (k->heap) munmap(mem, size);
+    else sw__free(mem);
+    sw__free(k);
+    return rc;
+  }
+  k->created = true;
+  *out = k;
+  return SW_OK;
+}
+
+static uint64_t sw__kt_fingerprint(void) {
+  const uint64_t v[] = {sizeof(sw__shm_hdr), sizeof(sw__kt_hdr),      sizeof(sw__kt_config),
+                        sizeof(sw__rule),    sizeof(pthread_mutex_t), sizeof(sw__kt_totals),
+                        SW__KT_WAYS,         SW__KT_LAYOUT_VERSION,   SW_CACHE_LINE};
+  return sw__fnv(v, sizeof v, SW__FNV_BASIS);
+}
+
+static uint64_t sw__kt_body_size(const void *config) {
+  const sw__kt_config *c = config;
+  uint32_t nb, nl, kind;
+  if (c->capacity == 0 || c->capacity > (1u << 28) || c->key_bytes < 16 ||
+      c->key_bytes > SW__KT_MAX_KEY || c->windows == 0 || c->windows > SW__KT_MAX_WINDOWS ||
+      c->interval_ms <= 0 || c->interval_ms % c->windows != 0 ||
+      sw__kt_rule_check(&c->rule, c->interval_ms, &kind) < 0)
+    return 0;
+  return sw__kt_size(c, &nb, &nl);
+}
+
+static int sw__kt_matches(const void *have_, const void *want_, const char *name) {
+  const sw__kt_config *have = have_, *want = want_;
+  if (have->capacity != want->capacity || have->key_bytes != want->key_bytes ||
+      have->windows != want->windows || have->interval_ms != want->interval_ms)
+    return sw__fail(SW_EGEOMETRY, "keyed table %s holds %u keys of %u bytes over %u x %lld ms; "
+                    "%u keys of %u bytes over %u x %lld ms were asked for", name, have->capacity,
+                    have->key_bytes, have->windows, (long long)(have->interval_ms / have->windows),
+                    want->capacity, want->key_bytes, want->windows,
+                    (long long)(want->interval_ms / want->windows));
+  uint32_t kh, kw;
+  sw__kt_rule_check(&have->rule, have->interval_ms, &kh);
+  sw__kt_rule_check(&want->rule, want->interval_ms, &kw);
+  if (kh != kw)
+    return sw__fail(SW_EGEOMETRY, "keyed table %s keeps %s state per key, the rule asked for "
+                    "needs %s", name, kh == SW__KT_PACING ? "pacing" : kh ? "concurrency" : "window",
+                    kw == SW__KT_PACING ? "pacing" : kw ? "concurrency" : "window");
+  return SW_OK;
+}
+
+SW_API int sw_keyed_open(sw_keyed **out, const char *name, uint32_t capacity,
+                         const sw_options *opts, uint32_t flags) {
+  SW__CHECK_NULL(out, "out");
+  *out = NULL;
+  SW__CHECK_NULL(name, "segment name");
+  const bool readonly = flags & SW_SEGMENT_READONLY;
+  sw__kt_config c;
+  int rc;
+  if (!readonly && (rc = sw__kt_config_from(opts, capacity, &c)) < 0) return rc;
+  sw_keyed *k = sw__calloc(1, sizeof *k);
+  sw__shm *shm = sw__calloc(1, sizeof *shm);
+  if (k == NULL || shm == NULL || (k->name = sw__strdup(name)) == NULL) {
+    sw__free(shm);
+    if (k) sw__free(k->name);
+    sw__free(k);
+    return sw__fail(SW_ENOMEM, "keyed table handle");
+  }
+  const sw__shm_kind kind = {SW__SHM_KEYED, "keyed table", sw__kt_fingerprint(),
+                             sw__kt_init_shared, sw__kt_body_size, sw__kt_matches};
+  rc = sw__shm_open(shm, name, flags, opts, &kind, readonly ? NULL : &c, sizeof c);
+  if (rc == SW_OK &&
+      (rc = sw__kt_bind(k, shm->body, shm->size - sw__shm_header(shm)->body_off)) < 0)
+    sw__shm_abandon(shm, name);
+  if (rc < 0) {
+    sw__free(shm);
+    sw__free(k->name);
+    sw__free(k);
+    return rc;
+  }
+  k->shm = shm;
+  k->readonly = readonly;
+  k->created = shm->created;
+  *out = k;
+  return SW_OK;
+}
+
+SW_API void sw_keyed_free(sw_keyed *k) {
+  if (k == NULL) return;
+  if (k->shm) {
+    sw__shm_close(k->shm);
+    sw__free(k->shm);
+  } else {
+    pthread_mutex_destroy(&k->hdr->rule_lock);
+    for (uint32_t i = 0; i < k->hdr->nlocks; i++) pthread_mutex_destroy(&k->locks[i]);
+    if (k->heap) munmap(k->hdr, k->hdr->total_size);
+    else sw__free(k->hdr);
+  }
+  sw__free(k->name);
+  sw__free(k);
+}
+
+SW_API int sw_keyed_created(const sw_keyed *k) {
+  return k ? k->created : sw__fail(SW_ENULL, "keyed table is NULL");
+}
+
+/* ------------------------------------------------------------------ rules */
+
+SW_API int sw_keyed_set_rule(sw_keyed *k, const sw_options *opts) {
+  SW__CHECK_NULL(k, "keyed table");
+  SW__CHECK_WRITABLE(k);
+  sw__rule r;
+  uint32_t kind;
+  int rc = sw__rule_from(opts, &r);
+  if (rc < 0 || (rc = sw__kt_rule_check(&r, k->hdr->cfg.interval_ms, &kind)) < 0) return rc;
+  if (kind != k->kind)
+    return sw__fail(SW_EINVAL, "a keyed table keeps the kind of state it was created with "
+                    "(%s): this rule needs %s", k->kind == SW__KT_PACING ? "pacing"
+                    : k->kind ? "concurrency" : "windows", kind == SW__KT_PACING ? "pacing"
+                    : kind ? "concurrency" : "windows");
+  if ((rc = sw__robust_lock(&k->hdr->rule_lock, NULL, NULL, "rule", SW__WRITE_LOCK_MS)) < 0)
+    return rc;
+  sw__rule_box_store(&k->hdr->rule, &r);
+  pthread_mutex_unlock(&k->hdr->rule_lock);
+  return SW_OK;
+}
+
+SW_API int sw_keyed_get_rule(const sw_keyed *k, sw_options *opts) {
+  SW__CHECK_NULL(k, "keyed table");
+  SW__CHECK_NULL(opts, "options");
+  sw__rule r;
+  sw__rule_box_load(&k->hdr->rule, &r, true);
+  sw__rule_to(&r, opts);
+  return SW_OK;
+}
+
+SW_API int sw_keyed_set_dry_run(sw_keyed *k, int on) {
+  SW__CHECK_NULL(k, "keyed table");
+  SW__CHECK_WRITABLE(k);
+  if (on != 0 && on != 1) return sw__fail(SW_EINVAL, "dry-run on=%d: want 0 or 1", on);
+  int rc = sw__robust_lock(&k->hdr->rule_lock, NULL, NULL, "rule", SW__WRITE_LOCK_MS);
+  if (rc < 0) return rc;
+  sw__rule r;
+  sw__rule_box_load(&k->hdr->rule, &r, true);
+  r.dry_run = (int16_t)on;
+  sw__rule_box_store(&k->hdr->rule, &r);
+  pthread_mutex_unlock(&k->hdr->rule_lock);
+  return SW_OK;
+}
