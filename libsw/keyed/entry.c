@@ -18,10 +18,6 @@ static inline bool sw__kt_over(const sw_keyed *k, int64_t pass, int64_t n, doubl
   return (double)(int64_t)((double)pass / k->isec) + (double)n > limit;
 }
 
-static inline uint64_t sw__kt_behind(uint64_t wid, uint64_t w) {
-  return (wid - sw__kt_wid(w)) & SW__KT_WID_MASK;
-}
-
 /* Add n to the window word of wid (statistics of pacing and concurrency
  * tables, blocks): a few CAS attempts, never across a generation. */
 static void sw__kt_add(_Atomic uint64_t *word, uint32_t gen, int64_t wid, int64_t n) {
@@ -56,52 +52,87 @@ static void sw__kt_blocked(sw_keyed *k, const sw__rule *r, uint32_t idx, uint32_
   atomic_fetch_add_explicit(&sw__kt_my_totals(k)->block, n, memory_order_relaxed);
 }
 
+/* Make every older window of the interval of wid sealed in its ring slot:
+ * seal it, or, where the slot still holds an older window, put the window
+ * there empty and sealed. A slot that holds a newer window is left (the
+ * caller then decides at that window). */
+static void sw__kt_seal_interval(sw_keyed *k, _Atomic uint64_t *win, uint32_t gen, int64_t wid) {
+  const uint32_t nw = k->windows, cur = (uint32_t)(wid % nw);
+  for (uint32_t back = 1; back < nw; back++) {
+    const uint32_t i = (cur + nw - back) % nw;
+    const uint64_t want = (uint64_t)(wid - (int64_t)back) & SW__KT_WID_MASK;
+    uint64_t w = atomic_load_explicit(&win[i], memory_order_relaxed), next;
+    do {
+      if (sw__kt_wgen(w) != gen || (w & SW__KT_SEAL && sw__kt_wid(w) == want)) break;
+      if (sw__kt_wid(w) == want) next = w | SW__KT_SEAL;
+      else if (((want - sw__kt_wid(w)) & SW__KT_WID_MASK) <= SW__KT_WID_MASK / 2)
+        next = sw__kt_word(gen, want, 0) | SW__KT_SEAL; /* an older window: replaced */
+      else break; /* a newer window */
+    } while (!atomic_compare_exchange_weak_explicit(&win[i], &w, next, memory_order_relaxed,
+                                                    memory_order_relaxed));
+  }
+}
+
 /* Reject behaviour, strict: the interval's passes and the current window's
- * word checked and counted with one CAS; older windows sealed first. */
+ * word checked and counted with one CAS. Linearizable across windows as in
+ * metric.c: an admission first finds every older window of its interval
+ * sealed in its slot (sealing it if needed), so an entry with an older time
+ * fails its CAS and is decided again at the newer window; and one that sees
+ * a newer window anywhere in the ring moves there first. */
 static int sw__kt_decide_reject(sw_keyed *k, const sw__rule *r, int64_t t, uint32_t idx,
                                 uint32_t gen, int64_t n, sw_decision *d) {
   _Atomic uint64_t *win = sw__kt_win(k, idx);
   const uint32_t nw = k->windows;
+  const int64_t t0 = t;
   int64_t wid = t / k->wl, counts[SW__KT_MAX_WINDOWS];
   for (;;) {
     const uint32_t cur = (uint32_t)(wid % nw);
     const uint64_t tag = (uint64_t)wid & SW__KT_WID_MASK;
     int64_t pass = 0;
+    uint64_t newer = 0;
     bool unsealed = false;
-    memset(counts, 0, nw * sizeof counts[0]);
     for (uint32_t i = 0; i < nw; i++) {
-      if (i == cur) continue;
       uint64_t w = atomic_load_explicit(&win[i], memory_order_relaxed);
       if (sw__unlikely(sw__kt_wgen(w) != gen)) return SW__KT_RETRY;
-      uint64_t back = sw__kt_behind(tag, w);
-      if (back == 0 || back >= nw || sw__kt_count(w) == 0) continue;
+      uint64_t ahead = (sw__kt_wid(w) - tag) & SW__KT_WID_MASK;
+      if (sw__unlikely(ahead != 0 && ahead <= SW__KT_WID_MASK / 2)) { /* a newer window */
+        newer = ahead > newer ? ahead : newer;
+        continue;
+      }
+      if (i == cur) continue;
+      const uint32_t back = (cur + nw - i) % nw;
+      if (sw__kt_wid(w) != ((tag - back) & SW__KT_WID_MASK)) {
+        unsealed = true; /* the window is absent: its place must be sealed */
+        counts[back] = 0;
+        continue;
+      }
       counts[back] = sw__kt_count(w);
       pass += counts[back];
       if (!(w & SW__KT_SEAL)) unsealed = true;
     }
-    if (sw__unlikely(unsealed)) { /* the first admission of a window seals the older ones */
-      for (uint32_t i = 0; i < nw; i++) {
-        uint64_t w = atomic_load_explicit(&win[i], memory_order_relaxed), back;
-        while (i != cur && sw__kt_wgen(w) == gen && !(w & SW__KT_SEAL) &&
-               (back = sw__kt_behind(tag, w)) > 0 && back < nw &&
-               !atomic_compare_exchange_weak_explicit(&win[i], &w, w | SW__KT_SEAL,
-                                                      memory_order_relaxed, memory_order_relaxed)) {
-        }
-      }
+    if (sw__unlikely(newer)) {
+      wid += (int64_t)newer;
+      continue;
+    }
+    if (sw__unlikely(unsealed && nw > 1)) { /* the first admission of a window */
+      sw__kt_seal_interval(k, win, gen, wid);
       continue;
     }
     uint64_t c = atomic_load_explicit(&win[cur], memory_order_relaxed);
-    for (;;) {
+    bool moved = false;
+    while (!moved) {
       if (sw__unlikely(sw__kt_wgen(c) != gen)) return SW__KT_RETRY;
       const bool same = sw__kt_wid(c) == tag;
-      if (same && (c & SW__KT_SEAL)) break; /* a newer window has started */
       const uint64_t ahead = (sw__kt_wid(c) - tag) & SW__KT_WID_MASK;
-      if (!same && ahead < nw && sw__kt_count(c) > 0) break; /* the caller's time is behind */
+      if ((same && (c & SW__KT_SEAL)) || (!same && ahead <= SW__KT_WID_MASK / 2)) {
+        moved = true; /* a newer window has started */
+        break;
+      }
       counts[0] = same ? sw__kt_count(c) : 0;
       const int64_t used = pass + counts[0];
       const bool over = sw__kt_over(k, used, n, r->threshold);
       if (over && !r->dry_run) {
-        d->retry_after_ms = sw__kt_retry_after(k, t, wid, counts, n, r->threshold);
+        d->retry_after_ms = sw__kt_retry_after(k, t0, wid, counts, n, r->threshold);
         d->remaining = sw__kt_left(r->threshold, (int64_t)((double)used / k->isec));
         sw__kt_blocked(k, r, idx, gen, wid, n, d);
         return SW_OK;
@@ -120,27 +151,25 @@ static int sw__kt_decide_reject(sw_keyed *k, const sw__rule *r, int64_t t, uint3
         return SW_OK;
       }
     }
-    /* decide at the newer window */
     uint64_t ahead = (sw__kt_wid(c) - tag) & SW__KT_WID_MASK;
-    wid += ahead == 0 ? 1 : (int64_t)ahead;
-    t = wid * k->wl;
+    wid += ahead == 0 ? 1 : (int64_t)ahead; /* decide at the newer window */
   }
 }
 
 /* Pacing per key (a leaky bucket, as nginx's limit_req): the last
- * admission in microseconds on a 48-bit clock; one CAS. */
+ * admission in 1/16 us on a 48-bit clock; one CAS. */
 static int sw__kt_decide_pacing(sw_keyed *k, const sw__rule *r, int64_t t, uint32_t idx,
                                 uint32_t gen, int64_t n, sw_decision *d) {
   _Atomic uint64_t *aux = sw__kt_aux(k, idx);
   const int64_t wid = t / k->wl;
-  if (r->threshold <= 0 || (double)n / r->threshold * 1e6 > (double)(INT64_C(1) << 46)) {
+  const double ticks = (double)n / r->threshold * 1000.0 * SW__KT_TICKS_PER_MS;
+  if (r->threshold <= 0 || ticks > (double)(INT64_C(1) << 46)) {
     d->retry_after_ms = -1;
     sw__kt_blocked(k, r, idx, gen, wid, n, d);
     return SW_OK;
   }
-  const int64_t cost = (int64_t)round((double)n / r->threshold * 1e6),
-                max_queue = r->max_queue_ms * 1000;
-  const uint64_t now = ((uint64_t)t * 1000u) & SW__KT_VALUE_MASK;
+  const int64_t cost = (int64_t)round(ticks), max_queue = r->max_queue_ms * SW__KT_TICKS_PER_MS;
+  const uint64_t now = ((uint64_t)t * SW__KT_TICKS_PER_MS) & SW__KT_VALUE_MASK;
   uint64_t a = atomic_load_explicit(aux, memory_order_relaxed), next;
   int64_t wait;
   for (;;) {
@@ -158,7 +187,7 @@ static int sw__kt_decide_pacing(sw_keyed *k, const sw__rule *r, int64_t t, uint3
     }
     if (wait > max_queue) {
       if (!r->dry_run) {
-        d->retry_after_ms = (wait - max_queue + 999) / 1000;
+        d->retry_after_ms = (wait - max_queue + SW__KT_TICKS_PER_MS - 1) / SW__KT_TICKS_PER_MS;
         sw__kt_blocked(k, r, idx, gen, wid, n, d);
         return SW_OK;
       }
@@ -178,7 +207,7 @@ static int sw__kt_decide_pacing(sw_keyed *k, const sw__rule *r, int64_t t, uint3
   }
   sw__kt_add(&sw__kt_win(k, idx)[wid % k->windows], gen, wid, n);
   d->verdict = wait > 0 ? SW_VERDICT_WAIT : SW_VERDICT_PASS;
-  d->wait_ms = (wait + 500) / 1000;
+  d->wait_ms = (wait + SW__KT_TICKS_PER_MS / 2) / SW__KT_TICKS_PER_MS;
   d->remaining = cost > 0 ? (max_queue - wait) / cost : INT32_MAX;
   return SW_OK;
 }

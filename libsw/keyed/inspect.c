@@ -38,7 +38,8 @@ static bool sw__kt_read(const sw_keyed *k, uint32_t idx, int64_t t, sw_keyed_key
     out->pass = sw__kt_interval_pass(k, idx, gen, t);
     uint64_t b = atomic_load_explicit(sw__kt_blocks(k, idx), memory_order_relaxed);
     out->block = sw__kt_behind(wid, b) < k->windows ? sw__kt_count(b) : 0;
-    uint64_t a = atomic_load_explicit(sw__kt_aux(k, idx), memory_order_relaxed);
+    uint64_t a = k->kind == SW__KT_REJECT ? b : atomic_load_explicit(sw__kt_aux(k, idx),
+                                                                         memory_order_relaxed);
     out->in_flight = k->kind == SW__KT_CONCURRENCY ? (int64_t)(a & SW__KT_VALUE_MASK) : 0;
     out->last_ms = -1;
     uint64_t recent = SW__KT_WID_MASK;

@@ -111,9 +111,9 @@ static inline uint64_t sw__kt_behind(int64_t wid, uint64_t w) {
 /* A window word holds nothing at wid: its window is out of the interval
  * and not ahead of it (a newer window means the caller's time is behind). */
 static inline bool sw__kt_window_idle(const sw_keyed *k, uint64_t w, int64_t wid) {
+  uint64_t ahead = (sw__kt_wid(w) - (uint64_t)wid) & SW__KT_WID_MASK;
   return sw__kt_count(w) == 0 ||
-         (sw__kt_behind(wid, w) >= k->windows &&
-          ((sw__kt_wid(w) - (uint64_t)wid) & SW__KT_WID_MASK) >= k->windows);
+         (sw__kt_behind(wid, w) >= k->windows && (ahead == 0 || ahead > SW__KT_WID_MASK / 2));
 }
 
 static inline bool sw__kt_aux_idle(const sw_keyed *k, uint64_t a, int64_t t) {
@@ -121,14 +121,23 @@ static inline bool sw__kt_aux_idle(const sw_keyed *k, uint64_t a, int64_t t) {
   if (v == 0) return true;
   if (k->kind == SW__KT_CONCURRENCY) return false;
   /* pacing: drained once the last admission is not after now (48-bit clock) */
-  uint64_t now = ((uint64_t)t * 1000u) & SW__KT_VALUE_MASK;
-  return ((v - now) & SW__KT_VALUE_MASK) == 0 || ((v - now) & SW__KT_VALUE_MASK) >> 47;
+  uint64_t ahead = (v - (uint64_t)t * SW__KT_TICKS_PER_MS) & SW__KT_VALUE_MASK;
+  return ahead == 0 || ahead >> 47;
+}
+
+/* Whether state word i of a slot (blocks, aux, windows) holds something at t. */
+static inline bool sw__kt_holds(const sw_keyed *k, uint32_t i, uint64_t v, int64_t t) {
+  if (i == 0) return false; /* blocks: statistics only */
+  if (i == 1 && k->kind != SW__KT_REJECT) return !sw__kt_aux_idle(k, v, t);
+  return !sw__kt_window_idle(k, v, sw__kt_wid_of(k, t));
 }
 
 bool sw__kt_idle(const sw_keyed *k, uint32_t idx, uint32_t gen, int64_t t) {
   const int64_t wid = sw__kt_wid_of(k, t);
-  uint64_t a = atomic_load_explicit(sw__kt_aux(k, idx), memory_order_relaxed);
-  if (sw__kt_wgen(a) != gen || !sw__kt_aux_idle(k, a, t)) return false;
+  if (k->kind != SW__KT_REJECT) {
+    uint64_t a = atomic_load_explicit(sw__kt_aux(k, idx), memory_order_relaxed);
+    if (sw__kt_wgen(a) != gen || !sw__kt_aux_idle(k, a, t)) return false;
+  }
   _Atomic uint64_t *win = sw__kt_win(k, idx);
   for (uint32_t i = 0; i < k->windows; i++) {
     uint64_t w = atomic_load_explicit(&win[i], memory_order_relaxed);
@@ -159,15 +168,13 @@ typedef struct sw__kt_repair_arg {
  * only if each holds nothing at t (else the words moved so far go back and
  * false is returned); otherwise whatever they hold (an eviction). */
 static bool sw__kt_move_words(sw_keyed *k, uint32_t idx, uint32_t gen, int64_t t, bool idle) {
-  const uint32_t nw = sw__kt_state_words(k);
+  const uint32_t nw = k->state_words;
   _Atomic uint64_t *w = sw__kt_blocks(k, idx);
   const uint64_t next = sw__kt_word(gen + 1, 0, 0), back = sw__kt_word(gen, 0, 0);
-  const int64_t wid = sw__kt_wid_of(k, t);
   for (uint32_t i = 0; i < nw; i++) {
     uint64_t v = atomic_load_explicit(&w[i], memory_order_relaxed);
     for (;;) {
-      bool holds = i == 1 ? !sw__kt_aux_idle(k, v, t) : i > 1 && !sw__kt_window_idle(k, v, wid);
-      if (sw__kt_wgen(v) != gen || (idle && holds)) { /* active (or not ours): undo */
+      if (sw__kt_wgen(v) != gen || (idle && sw__kt_holds(k, i, v, t))) { /* active: undo */
         for (uint32_t j = 0; j < i; j++) atomic_store_explicit(&w[j], back, memory_order_relaxed);
         return false;
       }
@@ -187,7 +194,7 @@ static bool sw__kt_move_words(sw_keyed *k, uint32_t idx, uint32_t gen, int64_t t
 static void sw__kt_repair(void *arg) {
   const sw__kt_repair_arg *a = arg;
   sw_keyed *k = a->k;
-  const uint32_t nw = sw__kt_state_words(k);
+  const uint32_t nw = k->state_words;
   for (uint32_t b = a->lock; b < k->nbuckets; b += k->hdr->nlocks)
     for (uint32_t idx = b * SW__KT_WAYS; idx < (b + 1) * SW__KT_WAYS; idx++) {
       uint64_t m = atomic_load(&k->index[idx]);
@@ -263,58 +270,60 @@ int sw__kt_find_or_insert(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_re
     sw__kt_unlock(k, lk);
     return 1;
   }
-  const int64_t wid = sw__kt_wid_of(k, t);
-  /* An empty slot of the emptier bucket; else an idle key's; else the key
-   * active least recently (an eviction, if the policy allows). */
-  int64_t empty = -1, idle = -1, oldest = -1, best_empty = -1;
-  uint64_t oldest_age = 0;
-  for (int j = 0; j < 2; j++) {
-    if (j == 1 && q->b[1] == q->b[0]) break;
-    int64_t first_empty = -1, n_empty = 0;
-    for (uint32_t idx = q->b[j] * SW__KT_WAYS; idx < (q->b[j] + 1) * SW__KT_WAYS; idx++) {
-      uint64_t m = atomic_load_explicit(&k->index[idx], memory_order_acquire);
-      uint32_t st = sw__kt_state(m);
-      if (st == SW__KT_EMPTY) {
-        if (first_empty < 0) first_empty = idx;
-        n_empty++;
-      } else if (st == SW__KT_READY) {
-        if (idle < 0 && sw__kt_idle(k, idx, sw__kt_mgen(m), t)) idle = idx;
-        uint64_t age = sw__kt_age(k, idx, wid);
-        uint64_t a = atomic_load_explicit(sw__kt_aux(k, idx), memory_order_relaxed);
-        bool in_flight = k->kind == SW__KT_CONCURRENCY && (a & SW__KT_VALUE_MASK) != 0;
-        if (!in_flight && (oldest < 0 || age > oldest_age)) {
-          oldest = idx;
-          oldest_age = age;
+  /* Two choices, as the key was placed: an empty slot of the emptier
+   * bucket; else an idle key's slot in the bucket with more idle keys; else
+   * the key active least recently (an eviction, if the policy allows). */
+  const int nb = q->b[1] == q->b[0] ? 1 : 2;
+  int64_t first[2] = {-1, -1}, count[2] = {0, 0};
+  for (int j = 0; j < nb; j++)
+    for (uint32_t idx = q->b[j] * SW__KT_WAYS; idx < (q->b[j] + 1) * SW__KT_WAYS; idx++)
+      if (sw__kt_state(atomic_load_explicit(&k->index[idx], memory_order_acquire)) ==
+          SW__KT_EMPTY) {
+        if (first[j] < 0) first[j] = idx;
+        count[j]++;
+      }
+  rc = 0;
+  int j = count[1] > count[0];
+  if (count[j] > 0) {
+    uint32_t idx = (uint32_t)first[j];
+    sw__kt_fill(k, idx, sw__kt_mgen(atomic_load(&k->index[idx])), q);
+    atomic_fetch_add_explicit(&k->hdr->keys, 1, memory_order_relaxed);
+    *ref = (sw__kt_ref){idx, atomic_load(&k->index[idx])};
+    rc = 1;
+  }
+  for (int pass = 0; rc == 0 && pass < 2; pass++) { /* 0: idle keys; 1: eviction */
+    if (pass == 1 && k->hdr->cfg.on_full != SW_FULL_EVICT) break;
+    const int64_t wid = sw__kt_wid_of(k, t);
+    uint64_t oldest = 0;
+    first[0] = first[1] = -1;
+    count[0] = count[1] = 0;
+    for (j = 0; j < nb; j++)
+      for (uint32_t idx = q->b[j] * SW__KT_WAYS; idx < (q->b[j] + 1) * SW__KT_WAYS; idx++) {
+        uint64_t m = atomic_load_explicit(&k->index[idx], memory_order_acquire);
+        if (sw__kt_state(m) != SW__KT_READY) continue;
+        if (pass == 0) {
+          if (!sw__kt_idle(k, idx, sw__kt_mgen(m), t)) continue;
+          if (first[j] < 0) first[j] = idx;
+          count[j]++;
+        } else if (k->kind != SW__KT_CONCURRENCY ||
+                   !(atomic_load_explicit(sw__kt_aux(k, idx), memory_order_relaxed) &
+                     SW__KT_VALUE_MASK)) { /* never evict a key with requests in flight */
+          uint64_t age = sw__kt_age(k, idx, wid);
+          if (first[0] < 0 || age > oldest) {
+            first[0] = idx;
+            oldest = age;
+          }
         }
       }
-    }
-    if (first_empty >= 0 && n_empty > best_empty) {
-      empty = first_empty;
-      best_empty = n_empty;
-    }
-  }
-  rc = 0;
-  if (empty >= 0) {
-    sw__kt_fill(k, (uint32_t)empty, sw__kt_mgen(atomic_load(&k->index[empty])), q);
-    atomic_fetch_add_explicit(&k->hdr->keys, 1, memory_order_relaxed);
-    *ref = (sw__kt_ref){(uint32_t)empty, atomic_load(&k->index[empty])};
+    j = pass == 0 && count[1] > count[0];
+    if (first[j] < 0) continue;
+    const uint32_t idx = (uint32_t)first[j], gen = sw__kt_mgen(atomic_load(&k->index[idx]));
+    if (!sw__kt_move_words(k, idx, gen, t, pass == 0)) continue; /* came back to life */
+    sw__kt_fill(k, idx, gen + 1, q);
+    atomic_fetch_add_explicit(pass == 0 ? &k->hdr->reclaimed : &k->hdr->evicted, 1,
+                              memory_order_relaxed);
+    *ref = (sw__kt_ref){idx, atomic_load(&k->index[idx])};
     rc = 1;
-  } else {
-    int64_t victim = idle >= 0 ? idle : k->hdr->cfg.on_full == SW_FULL_EVICT ? oldest : -1;
-    for (int attempt = 0; victim >= 0 && attempt < 2; attempt++) {
-      uint32_t gen = sw__kt_mgen(atomic_load(&k->index[victim]));
-      if (sw__kt_move_words(k, (uint32_t)victim, gen, t, victim == idle)) {
-        sw__kt_fill(k, (uint32_t)victim, gen + 1, q);
-        atomic_fetch_add_explicit(victim == idle ? &k->hdr->reclaimed : &k->hdr->evicted, 1,
-                                  memory_order_relaxed);
-        *ref = (sw__kt_ref){(uint32_t)victim, atomic_load(&k->index[victim])};
-        rc = 1;
-        break;
-      }
-      /* the idle key came back to life meanwhile: evict, if allowed */
-      victim = k->hdr->cfg.on_full == SW_FULL_EVICT && oldest != idle ? oldest : -1;
-      idle = -1;
-    }
   }
   if (rc == 1) atomic_fetch_add_explicit(&k->hdr->inserted, 1, memory_order_relaxed);
   sw__kt_unlock(k, lk);
@@ -326,13 +335,22 @@ int sw__kt_find_or_insert(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_re
 static uint64_t sw__kt_hdr_size(void) { return sw__round_up(sizeof(sw__kt_hdr), SW_CACHE_LINE); }
 
 static uint32_t sw__kt_nbuckets(uint32_t capacity) {
-  /* 90% of the slots full at capacity: two choices of 8-slot buckets rarely
-   * find both full below 95% */
-  return (uint32_t)(((uint64_t)capacity * 10 / 9 + SW__KT_WAYS - 1) / SW__KT_WAYS);
+  /* 80% of the slots full at capacity (keyed.h) */
+  return (uint32_t)(((uint64_t)capacity * 5 / 4 + SW__KT_WAYS - 1) / SW__KT_WAYS);
+}
+
+static uint32_t sw__kt_kind(const sw__rule *r) {
+  return r->grade == SW_GRADE_CONCURRENCY     ? SW__KT_CONCURRENCY
+         : r->behavior == SW_BEHAVIOR_PACING ? SW__KT_PACING
+                                             : SW__KT_REJECT;
+}
+
+static uint32_t sw__kt_state_words_of(const sw__kt_config *c) {
+  return 1 + (sw__kt_kind(&c->rule) != SW__KT_REJECT) + c->windows;
 }
 
 static uint32_t sw__kt_slot_size(const sw__kt_config *c) {
-  return c->key_bytes + 8 * (2 + c->windows);
+  return c->key_bytes + 8 * sw__kt_state_words_of(c);
 }
 
 /* Bytes of a table block for a configuration. */
@@ -353,9 +371,7 @@ static int sw__kt_rule_check(const sw__rule *r, int64_t interval_ms, uint32_t *k
   if (r->behavior == SW_BEHAVIOR_WARM_UP || r->behavior == SW_BEHAVIOR_WARM_UP_PACING)
     return sw__fail(SW_EINVAL, "SW_OPT_BEHAVIOR=%d (%s): warm-up is per resource, not per key "
                     "(use a limiter or a registry)", r->behavior, sw__behavior_names[r->behavior]);
-  *kind = r->grade == SW_GRADE_CONCURRENCY     ? SW__KT_CONCURRENCY
-          : r->behavior == SW_BEHAVIOR_PACING ? SW__KT_PACING
-                                              : SW__KT_REJECT;
+  *kind = sw__kt_kind(r);
   double per_interval = r->threshold * (double)interval_ms / 1000.0;
   if (*kind == SW__KT_REJECT && per_interval > (double)SW__KT_COUNT_MAX)
     return sw__fail(SW_ERANGE, "SW_OPT_THRESHOLD=%g: a keyed table counts at most %lld passes "
@@ -464,6 +480,7 @@ static int sw__kt_bind(sw_keyed *k, void *mem, uint64_t size) {
   k->slot_size = h->slot_size;
   k->key_words = c->key_bytes / 8;
   k->windows = c->windows;
+  k->state_words = sw__kt_state_words_of(c);
   k->kind = h->kind;
   k->wl = h->wl;
   k->isec = (double)c->interval_ms / 1000.0;
