@@ -21,7 +21,13 @@
  *       (then continued) 1.5 s in, for 2 s; 2 s more after it is back. The
  *       most admitted in a window of 2 buckets of Redis time before the
  *       failure, while down, and in the windows that hold the recovery or
- *       follow it (2 s), RUNS times (default 5). */
+ *       follow it (2 s), RUNS times (default 5).
+ *   bench_cluster first HOST:PORT QPS L [RUNS]
+ *       the first second of a process (issue 13, item 7): a new limiter and
+ *       sw_cluster (1 node, local fallback) offered a burst of 2 x QPS entries
+ *       the moment they are made (before Redis has answered), then an entry
+ *       every 0.5 ms; admissions per 250 ms of local time for 2 s, per bucket
+ *       of Redis time, and the most in a window of 2 buckets of Redis time. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -277,6 +283,58 @@ static int bench_share(const char *addr, double threshold, int64_t lease, double
 }
 
 
+/* ---------------------------------------------------------------- first */
+
+static int bench_first(const char *addr, double qps, int64_t lease, int runs) {
+  for (int r = 0; r < runs; r++) {
+    sw_options *o = cluster_opts(qps, lease);
+    sw_options_set(o, SW_OPT_CLUSTER_NODES, 1);
+    char resource[64];
+    snprintf(resource, sizeof resource, "bench-first-%d-%d", (int)getpid(), r);
+    sw_limiter *l;
+    sw_cluster *c;
+    if (sw_limiter_create(&l, o) || sw_cluster_create(&c, addr, o) ||
+        sw_cluster_add(c, l, resource) || sw_cluster_start(c))
+      die("first");
+    enum { Q = 8, MAXP = 100000 };
+    static int64_t at[MAXP]; /* local ms of each admission */
+    int64_t quarter[Q] = {0}, n = 0, policy = 0;
+    const int64_t t0 = mono_ns(), period = 500000;
+    for (int64_t i = -(int64_t)(2 * qps); i * period < Q * 250000000LL; i++) {
+      if (i > 0) sleep_until_ns(t0 + i * period);
+      sw_decision d;
+      sw_lease_info a;
+      int64_t t = sw_now_ms();
+      sw_lease_stats(l, t, &a);
+      sw_limiter_entry_at(l, t, 1, 0, &d);
+      if (d.verdict != SW_VERDICT_PASS) continue;
+      quarter[(mono_ns() - t0) / 250000000]++;
+      policy += !a.up;
+      if (n < MAXP) at[n++] = t;
+    }
+    /* by bucket of Redis time, with the offset measured (stable: one host) */
+    sw_lease_info a;
+    sw_lease_stats(l, sw_now_ms(), &a);
+    int64_t b0 = (at[0] + a.offset_ms) / 500, rb[Q] = {0}, worst = 0;
+    for (int64_t k = 0; k < n; k++) {
+      int64_t b = (at[k] + a.offset_ms) / 500 - b0;
+      if (b >= 0 && b < Q) rb[b]++;
+    }
+    for (int b = 1; b < Q; b++)
+      if (rb[b - 1] + rb[b] > worst) worst = rb[b - 1] + rb[b];
+    printf("first qps=%.0f lease=%lld run=%d per_250ms=[", qps, (long long)lease, r);
+    for (int q = 0; q < Q; q++) printf("%s%lld", q ? ", " : "", (long long)quarter[q]);
+    printf("] per_redis_bucket=[");
+    for (int b = 0; b < Q; b++) printf("%s%lld", b ? ", " : "", (long long)rb[b]);
+    printf("] by_failure_policy=%lld max_window_redis_buckets=%lld\n", (long long)policy,
+           (long long)worst);
+    sw_cluster_free(c);
+    sw_limiter_free(l);
+    sw_options_free(o);
+  }
+  return 0;
+}
+
 /* ---------------------------------------------------------------- edges */
 
 typedef struct edge_mem {
@@ -442,6 +500,8 @@ int main(int argc, char **argv) {
     return bench_calls(argv[2], atoll(argv[3]), atol(argv[4]));
   if (argc >= 6 && strcmp(argv[1], "share") == 0)
     return bench_share(argv[2], atof(argv[3]), atoll(argv[4]), atof(argv[5]));
+  if (argc >= 5 && strcmp(argv[1], "first") == 0)
+    return bench_first(argv[2], atof(argv[3]), atoll(argv[4]), argc >= 6 ? atoi(argv[5]) : 3);
   if (argc >= 7 && strcmp(argv[1], "edges") == 0)
     return bench_edges(argv[2], argv[3], atof(argv[4]), atoll(argv[5]), atof(argv[6]),
                        argc >= 8 ? atoi(argv[7]) : 5);
@@ -449,7 +509,8 @@ int main(int argc, char **argv) {
           "usage: %s hot local|cluster OPS\n"
           "       %s calls HOST:PORT L OPS\n"
           "       %s share HOST:PORT THRESHOLD L SECONDS\n"
-          "       %s edges kill|stop local|open|closed THRESHOLD L OFFERED_X [RUNS]\n",
-          argv[0], argv[0], argv[0], argv[0]);
+          "       %s edges kill|stop local|open|closed THRESHOLD L OFFERED_X [RUNS]\n"
+          "       %s first HOST:PORT QPS L [RUNS]\n",
+          argv[0], argv[0], argv[0], argv[0], argv[0]);
   return 2;
 }
