@@ -118,7 +118,7 @@ static int bench_hot(int cluster, long ops) {
     sw_lease_call call;
     int64_t t = sw_now_ms(), bucket = INT64_C(1700000000000);
     if (sw_lease_next_call(l, t, &call) != 1 ||
-        sw_lease_apply(l, t, &call, bucket, INT64_C(1000000000000), bucket))
+        sw_lease_apply(l, t, &call, bucket, call.want, bucket))
       die("lease");
   }
   int64_t t0 = mono_ns();
