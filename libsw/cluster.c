@@ -42,6 +42,13 @@ SW_API int64_t sw_cluster_round_trips(const sw_cluster *c) { return sw__not_buil
 SW_API int sw_cluster_entry_exact(sw_cluster *c, sw_limiter *l, int64_t n, sw_decision *d) {
   return sw__not_built();
 }
+SW_API int sw_cluster_set_auth(sw_cluster *c, const char *user, const char *password) {
+  return sw__not_built();
+}
+SW_API int sw_cluster_set_database(sw_cluster *c, int64_t db) { return sw__not_built(); }
+SW_API int sw_cluster_set_log(sw_cluster *c, sw_cluster_log_fn fn, void *user) {
+  return sw__not_built();
+}
 
 #else
 
@@ -52,13 +59,17 @@ typedef struct sw__cluster_item {
 
 struct sw_cluster {
   sw__redis *redis;
-  pthread_mutex_t lock; /* the item list and the Redis client */
+  pthread_mutex_t lock; /* the item list, the Redis client and the log callback */
   sw__cluster_item *items;
   int count, cap;
   pthread_t thread;
   _Atomic int running;
   int64_t tick_ms;
+  sw_cluster_log_fn log_fn;
+  void *log_user;
 };
+
+#define SW__PASSWORD_MAX 1024
 
 SW_API int sw_cluster_create(sw_cluster **out, const char *servers, const sw_options *opts) {
   SW__CHECK_NULL(out, "out");
@@ -125,6 +136,70 @@ SW_API int sw_cluster_add(sw_cluster *c, sw_limiter *l, const char *resource) {
   return rc;
 }
 
+SW_API int sw_cluster_set_auth(sw_cluster *c, const char *user, const char *password) {
+  SW__CLUSTER_CHECK(c);
+  if (user && !password)
+    return sw__fail(SW_EINVAL, "a Redis user name (\"%.64s\") needs a password", user);
+  if (password && (password[0] == '\0' || strlen(password) > SW__PASSWORD_MAX))
+    return sw__fail(SW_EINVAL, "Redis password of %zu bytes: want 1..%d", strlen(password),
+                    SW__PASSWORD_MAX);
+  if (user && (user[0] == '\0' || strlen(user) > SW__PASSWORD_MAX))
+    return sw__fail(SW_EINVAL, "Redis user name of %zu bytes: want 1..%d", strlen(user),
+                    SW__PASSWORD_MAX);
+  pthread_mutex_lock(&c->lock);
+  int rc = sw__redis_set_auth(c->redis, user, password);
+  pthread_mutex_unlock(&c->lock);
+  return rc;
+}
+
+SW_API int sw_cluster_set_database(sw_cluster *c, int64_t db) {
+  SW__CLUSTER_CHECK(c);
+  if (db < 0 || db > INT32_MAX)
+    return sw__fail(SW_ERANGE, "Redis database %lld is outside 0..%d", (long long)db, INT32_MAX);
+  pthread_mutex_lock(&c->lock);
+  sw__redis_set_db(c->redis, db);
+  pthread_mutex_unlock(&c->lock);
+  return SW_OK;
+}
+
+SW_API int sw_cluster_set_log(sw_cluster *c, sw_cluster_log_fn fn, void *user) {
+  SW__CLUSTER_CHECK(c);
+  pthread_mutex_lock(&c->lock);
+  c->log_fn = fn;
+  c->log_user = fn ? user : NULL;
+  pthread_mutex_unlock(&c->lock);
+  return SW_OK;
+}
+
+/* The Redis client's events, taken under the lock. */
+typedef struct sw__log_batch {
+  sw__redis_event ev[SW__REDIS_EVENTS];
+  int n;
+  sw_cluster_log_fn fn;
+  void *user;
+} sw__log_batch;
+
+static void sw__log_take(sw_cluster *c, sw__log_batch *b) {
+  b->n = sw__redis_events(c->redis, b->ev, SW__REDIS_EVENTS);
+  b->fn = c->log_fn;
+  b->user = c->log_user;
+}
+
+/* ... and logged once the lock is released. */
+static void sw__log_emit(const sw__log_batch *b) {
+  for (int i = 0; b->fn && i < b->n; i++) {
+    char msg[256];
+    const sw__redis_event *e = &b->ev[i];
+    if (e->up)
+      snprintf(msg, sizeof msg, "Redis %s is back up: cluster rules take leases again",
+               e->server);
+    else
+      snprintf(msg, sizeof msg, "Redis %s is down (%s): cluster rules follow their failure "
+               "policy", e->server, e->message);
+    b->fn(b->user, e->up, e->server, msg);
+  }
+}
+
 SW_API int sw_cluster_remove(sw_cluster *c, sw_limiter *l) {
   SW__CLUSTER_CHECK(c);
   SW__CHECK_NULL(l, "limiter");
@@ -161,13 +236,15 @@ static void sw__build(sw__call_args *a, const char *key, const sw_lease_call *ca
   for (int i = 0; i < 11; i++) a->len[i] = strlen(a->argv[i]);
 }
 
-/* Apply a command's outcome to its limiter. */
+/* Apply a command's outcome to its limiter: a reply that sw_lease_apply
+ * refuses (not the script's) counts as a failure. */
 static void sw__settle(sw_limiter *l, const sw_lease_call *call, const sw__redis_cmd *cmd) {
   int64_t now = sw_now_ms();
-  if (cmd->ok && cmd->nints >= 3)
-    sw_lease_apply(l, cmd->recv_ms ? cmd->recv_ms : now, call, cmd->ints[0], cmd->ints[1], cmd->ints[2]);
-  else
-    sw_lease_failed(l, now, call);
+  if (cmd->ok && cmd->nints >= 3 &&
+      sw_lease_apply(l, cmd->recv_ms ? cmd->recv_ms : now, call, cmd->ints[0], cmd->ints[1],
+                     cmd->ints[2]) == SW_OK)
+    return;
+  sw_lease_failed(l, now, call);
 }
 
 SW_API int sw_cluster_refill(sw_cluster *c) {
@@ -194,8 +271,11 @@ SW_API int sw_cluster_refill(sw_cluster *c) {
     rc = sw__redis_run(c->redis, cmds, n);
     for (int k = 0; k < n; k++) sw__settle(c->items[which[k]].l, &calls[k], &cmds[k]);
   }
-out:
+out:;
+  sw__log_batch log;
+  sw__log_take(c, &log);
   pthread_mutex_unlock(&c->lock);
+  sw__log_emit(&log);
   sw__free(calls);
   sw__free(args);
   sw__free(cmds);
@@ -248,25 +328,31 @@ SW_API int sw_cluster_entry_exact(sw_cluster *c, sw_limiter *l, int64_t n, sw_de
     return sw__fail(SW_ENOTFOUND, "the limiter was not added to this cluster");
   }
   int64_t t = sw_now_ms();
-  sw_lease_call call = {.threshold = (int64_t)(r.threshold * (double)l->node.second.la.interval / 1000.0),
-                        .want = n, .bucket_ms = l->node.second.la.wl,
-                        .buckets = l->node.second.la.n, .started_ms = t};
+  sw_lease_call call = {.threshold = sw__lease_threshold(l, &r), .want = n,
+                        .bucket_ms = l->node.second.la.wl, .buckets = l->node.second.la.n,
+                        .started_ms = t};
   sw__call_args a;
   sw__build(&a, key, &call);
   sw__redis_cmd cmd = {.key = key, .argc = 11, .argv = a.argv, .argvlen = a.len};
   sw__redis_run(c->redis, &cmd, 1);
+  sw__log_batch log;
+  sw__log_take(c, &log);
   pthread_mutex_unlock(&c->lock);
+  sw__log_emit(&log);
   memset(d, 0, sizeof *d);
-  if (!(cmd.ok && cmd.nints >= 3)) { /* Redis is down: the rule's failure policy */
-    sw_lease_failed(l, t, &call);
+  int64_t wl = l->node.second.la.wl, bucket = cmd.ints[0], now_r = cmd.ints[2];
+  /* Only the script's reply counts: {bucket of its time, 0..n granted, time,
+   * window total}; anything else (or no reply) is Redis down. */
+  if (!(cmd.ok && cmd.nints >= 4 && now_r >= 0 && bucket == now_r - now_r % wl &&
+        cmd.ints[1] >= 0 && cmd.ints[1] <= n && cmd.ints[3] >= 0)) {
+    sw_lease_failed(l, t, &call); /* the rule's failure policy */
     sw__decide_cluster(l, &r, t, n, 0, d);
     sw__limiter_settle(l, &r, t, n, d);
     return SW_OK;
   }
-  int64_t wl = l->node.second.la.wl, bucket = cmd.ints[0], now_r = cmd.ints[2];
   if (cmd.ints[1] >= n) {
     sw__node_count_pass(&l->node, t, n, false, true);
-    d->remaining = call.threshold - cmd.ints[3];
+    d->remaining = call.threshold > cmd.ints[3] ? call.threshold - cmd.ints[3] : 0;
   } else {
     /* a partial grant goes back at once */
     if (cmd.ints[1] > 0) {
@@ -278,10 +364,12 @@ SW_API int sw_cluster_entry_exact(sw_cluster *c, sw_limiter *l, int64_t n, sw_de
       sw__redis_cmd undo = {.key = key, .argc = 11, .argv = a.argv, .argvlen = a.len};
       pthread_mutex_lock(&c->lock);
       sw__redis_run(c->redis, &undo, 1);
+      sw__log_take(c, &log);
       pthread_mutex_unlock(&c->lock);
+      sw__log_emit(&log);
     }
     d->verdict = SW_VERDICT_BLOCK;
-    d->retry_after_ms = bucket + wl - now_r;
+    d->retry_after_ms = wl - (now_r - bucket);
     sw__limiter_settle(l, &r, t, n, d);
   }
   return SW_OK;

@@ -35,6 +35,9 @@ typedef struct sw__lease {
   _Atomic int64_t granted;       /* tokens granted */
   _Atomic int64_t need;          /* local ms an entry first found the lease short; 0: none */
   _Atomic int64_t retry_at;      /* while down: local ms of the next try */
+  /* Passes the failure policy admitted, per local bucket (tag << 40 | count,
+   * bucket number mod 3), charged to Redis by the next call (recovery). */
+  _Atomic uint64_t policy[3];
 } sw__lease;
 
 #define SW__NS_PER_MS INT64_C(1000000)
@@ -70,6 +73,8 @@ void sw__limiter_settle(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n, 
 /* A cluster rule's entry (lease.c). */
 int sw__decide_cluster(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n, uint32_t flags,
                        sw_decision *d);
+/* A cluster rule's budget per window of the per-second array (lease.c). */
+int64_t sw__lease_threshold(const sw_limiter *l, const sw__rule *r);
 
 uint64_t sw__limiter_size(const sw__node_geom *g);
 int sw__limiter_init(void *mem, const sw__node_geom *g, const sw__rule *r, bool process_shared);

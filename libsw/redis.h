@@ -24,9 +24,26 @@ typedef struct sw__redis_cmd {
   int64_t recv_ms;     /* sw_now_ms() when the reply arrived */
 } sw__redis_cmd;
 
-/* servers: "host:port[,host:port...]". */
+#define SW__REDIS_LIST_MAX 1023 /* bytes of a server list */
+#define SW__REDIS_EVENTS 16
+
+/* A server found down, or back up after it was down (for the log). */
+typedef struct sw__redis_event {
+  int up;
+  char server[80];   /* "host:port" */
+  char message[96];  /* why it is down */
+} sw__redis_event;
+
+/* servers: "host:port[,host:port...]" ("[v6 address]:port" too); every
+ * entry is checked: SW_EINVAL naming a bad one. */
 int sw__redis_open(sw__redis **out, const char *servers, int64_t timeout_ms);
 void sw__redis_close(sw__redis *r);
+/* AUTH [user] password, SELECT db on every new connection (the current ones
+ * are closed). password NULL: no AUTH. Copies the strings. */
+int sw__redis_set_auth(sw__redis *r, const char *user, const char *password);
+void sw__redis_set_db(sw__redis *r, int64_t db);
+/* Take up to cap events (oldest first); their number. */
+int sw__redis_events(sw__redis *r, sw__redis_event *out, int cap);
 /* Run cmds (EVALSHA of the lease script) as pipelines, one per node, within
  * the timeout; reloads the script on NOSCRIPT, follows MOVED / ASK once.
  * Returns SW_OK when every command got an answer (check each ok), or an

@@ -43,6 +43,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <netinet/in.h> /* the fake Redis of the issue 14 section */
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
 #include "testutil.h"
 
 #ifndef SW_SYMBOLS_FILE
@@ -2309,6 +2315,340 @@ static void bad_sw_segment_name(void) { EXPECT_NULL(sw_segment_name(NULL)); }
 static void bad_sw_segment_size(void) { EXPECT(sw_segment_size(NULL), SW_ENULL); }
 static void bad_sw_segment_created(void) { EXPECT(sw_segment_created(NULL), SW_ENULL); }
 
+
+/* ===== issue 14: lease clocks at the ends of time, forged replies, addresses */
+
+/* Times up to INT64_MAX are valid, and a Redis reply may name any time:
+ * the lease's clock arithmetic saturates, it never overflows (this section
+ * runs under UBSan with -fno-sanitize-recover: tests/run-all.sh). A reply
+ * that is not the lease script's is refused with SW_ERANGE. */
+
+static sw_limiter *lease_limiter(int failure) {
+  return limiter_with(OPTS({SW_OPT_THRESHOLD, 200}, {SW_OPT_CLUSTER, 1},
+                           {SW_OPT_CLUSTER_LEASE, 20}, {SW_OPT_CLUSTER_FAILURE, failure},
+                           {SW_OPT_CLUSTER_NODES, 2}));
+}
+
+/* Every lease function at t on l: a valid answer, whatever it is. */
+static void lease_all_at(sw_limiter *l, int64_t t) {
+  NOTE("t=%" PRId64, t);
+  sw_decision d;
+  sw_lease_call call;
+  sw_lease_info in;
+  EXPECT_OK(sw_limiter_entry_at(l, t, 1, 0, &d));
+  ck_assert_msg(d.verdict == SW_VERDICT_PASS ||
+                    (d.verdict == SW_VERDICT_BLOCK && d.retry_after_ms >= 1 &&
+                     d.retry_after_ms <= 1000),
+                "[%s] t=%" PRId64 ": verdict %d retry_after %" PRId64, cur_fn, t, d.verdict,
+                d.retry_after_ms);
+  EXPECT_OK(sw_lease_stats(l, t, &in));
+  ck_assert(in.tokens >= 0 && in.tokens <= 20);
+  EXPECT_GE(sw_lease_next_call(l, t, &call), 0);
+  EXPECT_OK(sw_lease_failed(l, t, &call));
+  EXPECT_GE(sw_lease_next_call(l, t, &call), 0);
+  NO_NOTE();
+}
+
+static const int64_t END_TIMES[] = {0, 1, 10, 1000, INT64_MAX / 2, INT64_MAX - 1, INT64_MAX};
+#define FAR_BUCKET (INT64_MAX - INT64_MAX % 500) /* the last bucket start of time */
+
+START_TEST(lease_clock_at_the_ends_of_time) {
+  cur_fn = "lease clock";
+  const int policies[] = {SW_CLUSTER_FALLBACK_LOCAL, SW_CLUSTER_FAIL_OPEN, SW_CLUSTER_FAIL_CLOSED};
+  for (size_t p = 0; p < NELEM(policies); p++) {
+    sw_lease_call call;
+    /* Redis time at the end of time, received at local time 10 */
+    sw_limiter *l = lease_limiter(policies[p]);
+    EXPECT(sw_lease_next_call(l, 10, &call), 1);
+    EXPECT_OK(sw_lease_apply(l, 10, &call, FAR_BUCKET, 20, INT64_MAX));
+    for (size_t i = 0; i < NELEM(END_TIMES); i++) lease_all_at(l, END_TIMES[i]);
+    /* Redis time 0, received at local INT64_MAX */
+    l = lease_limiter(policies[p]);
+    EXPECT(sw_lease_next_call(l, INT64_MAX, &call), 1);
+    EXPECT_OK(sw_lease_apply(l, INT64_MAX, &call, 0, 20, 0));
+    for (size_t i = 0; i < NELEM(END_TIMES); i++) lease_all_at(l, END_TIMES[i]);
+    /* down at the end of time: the next try (aligned to Redis time) saturates */
+    l = lease_limiter(policies[p]);
+    EXPECT(sw_lease_next_call(l, 5, &call), 1);
+    EXPECT_OK(sw_lease_apply(l, 5, &call, FAR_BUCKET, 20, FAR_BUCKET + 1));
+    sw_decision d;
+    for (int i = 0; i < 16; i++) EXPECT_OK(sw_limiter_entry_at(l, INT64_MAX, 1, 0, &d));
+    EXPECT(sw_lease_next_call(l, INT64_MAX, &call), 1); /* below the low-water mark */
+    EXPECT_OK(sw_lease_failed(l, INT64_MAX, &call));
+    for (size_t i = 0; i < NELEM(END_TIMES); i++) lease_all_at(l, END_TIMES[i]);
+  }
+  /* the fleet spent the last bucket of time: retry_after is the time to its end */
+  sw_limiter *l = lease_limiter(SW_CLUSTER_FAIL_CLOSED);
+  sw_lease_call call;
+  sw_decision d;
+  EXPECT(sw_lease_next_call(l, 5, &call), 1);
+  EXPECT_OK(sw_lease_apply(l, 5, &call, FAR_BUCKET, 3, INT64_MAX - 1));
+  for (int i = 0; i < 3; i++) EXPECT_OK(sw_limiter_entry_at(l, 5, 1, 0, &d));
+  EXPECT_OK(sw_limiter_entry_at(l, 5, 1, 0, &d));
+  ck_assert_int_eq(d.verdict, SW_VERDICT_BLOCK);
+  ck_assert_int_eq(d.retry_after_ms, 500 - (INT64_MAX - 1) % 500);
+  EXPECT_OK(sw_limiter_entry_at(l, INT64_MAX, 1, 0, &d)); /* Redis time saturates */
+  ck_assert_int_eq(d.verdict, SW_VERDICT_BLOCK);
+  ck_assert(d.retry_after_ms >= 1 && d.retry_after_ms <= 500);
+  drain();
+}
+END_TEST
+
+START_TEST(lease_forged_calls_and_replies) {
+  cur_fn = "lease replies";
+  sw_limiter *l = lease_limiter(SW_CLUSTER_FALLBACK_LOCAL);
+  sw_lease_call call, forged;
+  EXPECT(sw_lease_next_call(l, 1000, &call), 1);
+  /* replies that are not the script's */
+  EXPECT(sw_lease_apply(l, 1000, &call, 500, 5, 1000), SW_ERANGE);  /* not the bucket of 1000 */
+  EXPECT(sw_lease_apply(l, 1000, &call, 1500, 5, 1000), SW_ERANGE); /* target 0, not 1 */
+  EXPECT(sw_lease_apply(l, 1000, &call, FAR_BUCKET, 5, 1000), SW_ERANGE);
+  EXPECT(sw_lease_apply(l, 1000, &call, 1000 + 500 * (INT64_C(1) << 24), 5, 1000), SW_ERANGE);
+  EXPECT(sw_lease_apply(l, 1000, &call, 1000, 21, 1000), SW_ERANGE); /* more than asked */
+  EXPECT(sw_lease_apply(l, 1000, &call, 0, 5, INT64_MAX), SW_ERANGE);
+  forged = call;
+  forged.target = 7;
+  EXPECT(sw_lease_apply(l, 1000, &forged, 1000, 5, 1000), SW_ERANGE);
+  forged.target = -1;
+  EXPECT(sw_lease_apply(l, 1000, &forged, 500, 5, 1000), SW_ERANGE);
+  forged = call;
+  forged.want = INT64_MIN;
+  EXPECT(sw_lease_apply(l, 1000, &forged, 1000, 0, 1000), SW_ERANGE);
+  sw_lease_info in;
+  EXPECT_OK(sw_lease_stats(l, 1000, &in));
+  ck_assert_int_eq(in.up, 0); /* nothing was taken */
+  /* forged calls reported as failed: refunds and charges of any size */
+  const int64_t refunds[] = {INT64_MIN, INT64_MIN + 1, -1, INT64_MAX, (INT64_C(1) << 40) + 1};
+  for (size_t i = 0; i < NELEM(refunds); i++) {
+    forged = call;
+    forged.refund = refunds[i];
+    forged.refund_bucket = INT64_MIN;
+    forged.started_ms = i % 2 ? INT64_MIN : INT64_MAX;
+    NOTE("refund=%" PRId64, refunds[i]);
+    EXPECT_OK(sw_lease_failed(l, 1000, &forged));
+  }
+  NO_NOTE();
+  l = lease_limiter(SW_CLUSTER_FALLBACK_LOCAL);
+  EXPECT(sw_lease_next_call(l, 1000, &call), 1);
+  forged = call;
+  forged.refund = INT64_MAX;
+  EXPECT_OK(sw_lease_failed(l, 1000, &forged)); /* not kept: no such tokens */
+  EXPECT(sw_lease_next_call(l, 3000, &call), 1);
+  ck_assert_int_eq(call.refund, 0);
+  for (size_t i = 0; i < NELEM(END_TIMES); i++) lease_all_at(l, END_TIMES[i]);
+  drain();
+}
+END_TEST
+
+/* A fake Redis (a child process on 127.0.0.1) that answers every EVALSHA
+ * with the integers given: forged replies for sw_cluster. */
+static int fake_parse(const char *b, size_t len, size_t *used, char *name, size_t cap) {
+  size_t off = 0;
+  char *end;
+  if (len < 4 || b[0] != '*' || memchr(b, '\n', len) == NULL) return 0;
+  long argc = strtol(b + 1, &end, 10);
+  off = (size_t)(strchr(b, '\n') - b) + 1;
+  for (long i = 0; i < argc; i++) {
+    if (off >= len || b[off] != '$' || memchr(b + off, '\n', len - off) == NULL) return 0;
+    long n = strtol(b + off + 1, &end, 10);
+    off = (size_t)((const char *)memchr(b + off, '\n', len - off) - b) + 1;
+    if (off + (size_t)n + 2 > len) return 0;
+    if (i == 0) {
+      size_t k = (size_t)n < cap - 1 ? (size_t)n : cap - 1;
+      memcpy(name, b + off, k);
+      name[k] = '\0';
+    }
+    off += (size_t)n + 2;
+  }
+  *used = off;
+  return 1;
+}
+
+static void fake_serve(int c, const long long *ints, int n) {
+  static char buf[1 << 16];
+  size_t len = 0;
+  for (;;) {
+    ssize_t r = read(c, buf + len, sizeof buf - len);
+    if (r <= 0) return;
+    len += (size_t)r;
+    size_t off = 0, used;
+    char name[32], out[512];
+    while (fake_parse(buf + off, len - off, &used, name, sizeof name)) {
+      off += used;
+      int k = 0;
+      if (strcasecmp(name, "CLUSTER") == 0)
+        k = snprintf(out, sizeof out, "-ERR This instance has cluster support disabled\r\n");
+      else if (strcasecmp(name, "SCRIPT") == 0)
+        k = snprintf(out, sizeof out, "$40\r\n%040d\r\n", 0);
+      else if (strncasecmp(name, "EVAL", 4) == 0) {
+        k = snprintf(out, sizeof out, "*%d\r\n", n);
+        for (int i = 0; i < n; i++) k += snprintf(out + k, sizeof out - (size_t)k, ":%lld\r\n", ints[i]);
+      } else
+        k = snprintf(out, sizeof out, "+OK\r\n");
+      if (write(c, out, (size_t)k) != k) return;
+    }
+    memmove(buf, buf + off, len - off);
+    len -= off;
+  }
+}
+
+static pid_t fake_redis(const long long *ints, int n, int *port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t alen = sizeof a;
+  ck_assert(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(fd, 8) == 0 &&
+            getsockname(fd, (struct sockaddr *)&a, &alen) == 0);
+  *port = ntohs(a.sin_port);
+  pid_t pid = fork();
+  ck_assert(pid >= 0);
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    for (;;) {
+      int c = accept(fd, NULL, NULL);
+      if (c < 0) continue;
+      fake_serve(c, ints, n);
+      close(c);
+    }
+  }
+  close(fd);
+  return pid;
+}
+
+START_TEST(cluster_forged_redis_replies) {
+  cur_fn = "forged Redis";
+  if (!cluster_built()) return;
+  const long long F = (long long)FAR_BUCKET, M = INT64_MAX, m = INT64_MIN;
+  const long long replies[][4] = {
+      {M, 5, M, m},         /* not a bucket start, nor the bucket of its time */
+      {0, 5, M, 0},         /* a bucket far from its time */
+      {1000, M, 1000, 0},   /* more than asked */
+      {-500, 5, -1, -5},    /* negative */
+      {F, 5, M, 5},         /* consistent, at the end of time */
+      {0, 1, 0, M},         /* consistent, at time 0 */
+      {F, 20, M - 1, m},    /* consistent, a total that overflows a subtraction */
+  };
+  const int counts[] = {4, 4, 4, 4, 4, 4, 4, 3, 2};
+  for (size_t i = 0; i < NELEM(replies) + 2; i++) {
+    const long long *r = replies[i < NELEM(replies) ? i : 4];
+    int n = counts[i], port;
+    NOTE("reply %zu {%lld, %lld, %lld, %lld} (%d integers)", i, r[0], r[1], r[2], r[3], n);
+    pid_t pid = fake_redis(r, n, &port);
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+    sw_cluster *c = NULL;
+    EXPECT_OK(sw_cluster_create(&c, addr, OPTS({SW_OPT_CLUSTER_TIMEOUT_MS, 500})));
+    sw_limiter *l = lease_limiter(SW_CLUSTER_FALLBACK_LOCAL);
+    EXPECT_OK(sw_cluster_add(c, l, "forged"));
+    sw_decision d;
+    for (int k = 0; k < 5; k++) {
+      EXPECT_OK(sw_limiter_entry(l, 1, 0, &d));
+      EXPECT_GE(sw_cluster_refill(c) + 100, 0); /* a count of calls, or SW_EIO */
+      lease_all_at(l, sw_now_ms());
+    }
+    EXPECT_OK(sw_cluster_entry_exact(c, l, 1, &d));
+    ck_assert(d.verdict == SW_VERDICT_PASS || d.verdict == SW_VERDICT_BLOCK);
+    ck_assert(d.remaining >= 0 && d.retry_after_ms >= 0);
+    EXPECT_OK(sw_cluster_remove(c, l));
+    sw_cluster_free(c);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+  }
+  NO_NOTE();
+  drain();
+}
+END_TEST
+
+/* Addresses: refused at creation, SW_EINVAL with the bad entry named. */
+START_TEST(cluster_addresses) {
+  cur_fn = "cluster addresses";
+  if (!cluster_built()) return;
+  static char long_host[100], long_list[1100];
+  memset(long_host, 'h', 64);
+  strcpy(long_host + 64, ":6379");
+  for (size_t i = 0; i + 15 < sizeof long_list; i += 15) memcpy(long_list + i, "127.0.0.1:6379,", 15);
+  long_list[sizeof long_list - 1] = '\0';
+  const struct {
+    const char *servers, *named;
+  } bad[] = {
+      {"nohostport", "nohostport"}, {"host:", "host:"},       {"host:0", "host:0"},
+      {"host:65536", "host:65536"}, {"host:99999", "host:99999"}, {"host:-1", "host:-1"},
+      {"host:12x", "host:12x"},     {"host:+80", "host:+80"},   {"host: 80", "host: 80"},
+      {":6379", ":6379"},           {"a:1,,b:2", "a:1,,b:2"},   {",a:1", ",a:1"},
+      {"a:1,", "a:1,"},             {"a:1,b", "\"b\""},         {"[::1]", "[::1]"},
+      {"[::1]6379", "[::1]6379"},   {"::1:6379", "::1:6379"},   {"a b:1", "a b:1"},
+      {"h/x:1", "h/x:1"},           {long_host, "hhhh"},        {long_list, "longer than 1023"},
+      {"", "empty"},
+  };
+  sw_cluster *c;
+  for (size_t i = 0; i < NELEM(bad); i++) {
+    NOTE("servers=\"%.40s\"", bad[i].servers);
+    EXPECT(sw_cluster_create(&c, bad[i].servers, NULL), SW_EINVAL);
+    ck_assert_msg(strstr(sw_last_error(), bad[i].named) != NULL,
+                  "[%s] the message for \"%.40s\" does not name it: %s", cur_fn, bad[i].servers,
+                  sw_last_error());
+  }
+  NO_NOTE();
+  const char *good[] = {"127.0.0.1:6379", "[::1]:6379", "localhost:1,127.0.0.1:65535",
+                        "redis-1.example:6380,redis-2.example:6380"};
+  for (size_t i = 0; i < NELEM(good); i++) {
+    NOTE("servers=\"%s\"", good[i]);
+    EXPECT_OK(sw_cluster_create(&c, good[i], NULL));
+    sw_cluster_free(c);
+  }
+  NO_NOTE();
+}
+END_TEST
+
+static void bad_sw_cluster_set_auth(void) {
+  EXPECT(sw_cluster_set_auth(NULL, NULL, "p"), cluster_built() ? SW_ENULL : SW_ENOTSUP);
+  if (!cluster_built()) return;
+  sw_cluster *c;
+  ck_assert_int_eq(sw_cluster_create(&c, "127.0.0.1:1", NULL), SW_OK);
+  static char big[1100];
+  memset(big, 'p', sizeof big - 1);
+  EXPECT(sw_cluster_set_auth(c, "user", NULL), SW_EINVAL);
+  EXPECT(sw_cluster_set_auth(c, NULL, ""), SW_EINVAL);
+  EXPECT(sw_cluster_set_auth(c, "", "p"), SW_EINVAL);
+  EXPECT(sw_cluster_set_auth(c, NULL, big), SW_EINVAL);
+  ck_assert_msg(strstr(sw_last_error(), "pppp") == NULL, "the message shows the password");
+  EXPECT(sw_cluster_set_auth(c, big, "p"), SW_EINVAL);
+  EXPECT_OK(sw_cluster_set_auth(c, NULL, "p"));
+  EXPECT_OK(sw_cluster_set_auth(c, "user", "p"));
+  EXPECT_OK(sw_cluster_set_auth(c, NULL, NULL)); /* no AUTH again */
+  sw_cluster_free(c);
+}
+
+static void bad_sw_cluster_set_database(void) {
+  EXPECT(sw_cluster_set_database(NULL, 0), cluster_built() ? SW_ENULL : SW_ENOTSUP);
+  if (!cluster_built()) return;
+  sw_cluster *c;
+  ck_assert_int_eq(sw_cluster_create(&c, "127.0.0.1:1", NULL), SW_OK);
+  const int64_t bad[] = {-1, INT64_MIN, (int64_t)INT32_MAX + 1, INT64_MAX};
+  FOR_EACH(db, bad, "%" PRId64) EXPECT(sw_cluster_set_database(c, db), SW_ERANGE);
+  EXPECT_OK(sw_cluster_set_database(c, 0));
+  EXPECT_OK(sw_cluster_set_database(c, INT32_MAX));
+  sw_cluster_free(c);
+}
+
+static void ignore_log(void *user, int up, const char *server, const char *message) {
+  (void)user, (void)up, (void)server, (void)message;
+}
+
+static void bad_sw_cluster_set_log(void) {
+  EXPECT(sw_cluster_set_log(NULL, ignore_log, NULL), cluster_built() ? SW_ENULL : SW_ENOTSUP);
+  if (!cluster_built()) return;
+  sw_cluster *c;
+  ck_assert_int_eq(sw_cluster_create(&c, "127.0.0.1:1", OPTS({SW_OPT_CLUSTER_TIMEOUT_MS, 50})),
+                   SW_OK);
+  EXPECT_OK(sw_cluster_set_log(c, ignore_log, NULL));
+  sw_limiter *l = limiter_cluster();
+  EXPECT_OK(sw_cluster_add(c, l, "r"));
+  EXPECT(sw_cluster_refill(c), SW_EIO); /* a message for 127.0.0.1:1, to ignore_log */
+  EXPECT_OK(sw_cluster_set_log(c, NULL, NULL));
+  EXPECT(sw_cluster_refill(c), 0); /* the retry is not due yet */
+  sw_cluster_free(c);
+}
+
 /* ============================================================= the table */
 
 typedef struct {
@@ -2491,6 +2831,9 @@ static const entry table[] = {
     E(sw_cluster_start),
     E(sw_cluster_round_trips),
     E(sw_cluster_entry_exact),
+    E(sw_cluster_set_auth),
+    E(sw_cluster_set_database),
+    E(sw_cluster_set_log),
     E(sw_set_alloc_funcs),
     E(sw_sliding_view_avg_rt_at),
     E(sw_sliding_view_create),
@@ -2760,6 +3103,14 @@ int main(void) {
     tests[i] = (TTest){table[i].name, run_entry, __FILE__, __LINE__};
     tcase_add_loop_test(tc, &tests[i], (int)i, (int)i + 1);
   }
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("issue 14: lease clocks, forged replies, addresses");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, lease_clock_at_the_ends_of_time);
+  tcase_add_test(tc, lease_forged_calls_and_replies);
+  tcase_add_test(tc, cluster_forged_redis_replies);
+  tcase_add_test(tc, cluster_addresses);
   suite_add_tcase(s, tc);
 
   static TTest ro_tests[NELEM(ro_ops)];

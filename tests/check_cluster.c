@@ -12,7 +12,11 @@
  *  - a 3-master Redis Cluster: one seed address, ASK and MOVED while a slot
  *    moves, CLUSTERDOWN after a master dies; a stopped master next to healthy
  *    ones; failover to a replica;
- *  - exact mode: 2 processes, threshold 5; a partial grant; Redis stopped.
+ *  - exact mode: 2 processes, threshold 5; a partial grant; Redis stopped;
+ *  - issue 14: the bucket tag of a token (unit), an idle limiter (unit),
+ *    the failure policy's passes charged at recovery (unit, script, and 2
+ *    processes at 4x the limit through a kill and a restart), removing a
+ *    limiter while a round is in flight, the down / up log, AUTH and SELECT.
  *
  * The tests that need Redis start their own servers (tests/redis_fixture.h)
  * and print "redis-server not installed: skipped" when there is none. Times
@@ -21,6 +25,8 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <netinet/in.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -464,23 +470,26 @@ START_TEST(lease_spent_bucket_is_not_abandoned) {
 }
 END_TEST
 
+/* Retries come at the multiples of the retry interval in Redis time, so
+ * that every node of a fleet tries at the same moments and they come back
+ * together: here Redis time B0 + 1000 k is local 10900 + 1000 (k - 1). */
 START_TEST(lease_retry_and_recovery) {
   sw_limiter *l = down_after_lease(SW_CLUSTER_FAIL_CLOSED); /* down since 10001, retry 1000 */
   sw_lease_call call;
-  for (int64_t t = 10002; t < 11001; t += 111) ck_sw(sw_lease_next_call(l, t, &call), 0);
-  ck_sw(sw_lease_next_call(l, 11000, &call), 0);
-  ck_sw(sw_lease_next_call(l, 11001, &call), 1);
+  for (int64_t t = 10002; t < 10900; t += 111) ck_sw(sw_lease_next_call(l, t, &call), 0);
+  ck_sw(sw_lease_next_call(l, 10899, &call), 0);
+  ck_sw(sw_lease_next_call(l, 10900, &call), 1); /* Redis time B0 + 1000 */
   ck_assert_int_eq(call.target, 0);
-  ck_ok(sw_lease_failed(l, 11001, &call)); /* still down: next try at 12001 */
-  ck_assert_int_eq(stats(l, 11001).down_since_ms, 10001);
-  ck_sw(sw_lease_next_call(l, 12000, &call), 0);
-  ck_sw(sw_lease_next_call(l, 12001, &call), 1);
+  ck_ok(sw_lease_failed(l, 10903, &call)); /* still down: next try at B0 + 2000 */
+  ck_assert_int_eq(stats(l, 10903).down_since_ms, 10001);
+  ck_sw(sw_lease_next_call(l, 11899, &call), 0);
+  ck_sw(sw_lease_next_call(l, 11900, &call), 1);
   sw_decision d;
-  ck_ok(sw_limiter_entry_at(l, 12001, 1, 0, &d));
+  ck_ok(sw_limiter_entry_at(l, 11900, 1, 0, &d));
   ck_assert_int_eq(d.verdict, SW_VERDICT_BLOCK);
   ck_assert_int_eq(d.retry_after_ms, 1000);
   /* the reply: up again, entries from the lease */
-  int64_t rnow = B0 + 100 + 2001;
+  int64_t rnow = B0 + 100 + 1902;
   ck_ok(sw_lease_apply(l, 12002, &call, rnow - rnow % WL, 20, rnow));
   sw_lease_info in = stats(l, 12002);
   ck_assert_int_eq(in.up, 1);
@@ -490,6 +499,147 @@ START_TEST(lease_retry_and_recovery) {
   ck_ok(sw_limiter_entry_at(l, 12002, 1, 0, &d));
   ck_assert_int_eq(d.verdict, SW_VERDICT_BLOCK);
   ck_assert_int_eq(d.retry_after_ms, 1); /* up: a refill, not the policy */
+  sw_limiter_free(l);
+}
+END_TEST
+
+
+/* A token belongs to its bucket: a lease of 20 tokens for bucket 10000
+ * (Redis time = local time here) is no use at 11000, whose bucket (22)
+ * shares its slot with bucket 20: the entry waits for a refill (and does
+ * not fall to the failure policy, open here, either). */
+START_TEST(lease_tokens_of_another_bucket_are_not_taken) {
+  sw_limiter *l = mk_limiter(200, 20, SW_CLUSTER_FAIL_OPEN, 4, 1000);
+  sw_lease_call call;
+  ck_sw(sw_lease_next_call(l, 10000, &call), 1);
+  ck_ok(sw_lease_apply(l, 10000, &call, 10000, 20, 10000));
+  take(l, 10000, 1);
+  sw_decision d;
+  ck_ok(sw_limiter_entry_at(l, 11000, 1, 0, &d));
+  ck_assert_int_eq(d.verdict, SW_VERDICT_BLOCK);
+  ck_assert_int_eq(d.retry_after_ms, 1);
+  ck_assert_int_eq(stats(l, 11000).tokens, 0);
+  ck_assert_int_eq(stats(l, 10000).tokens, 19); /* the slot still holds bucket 10000's */
+  ck_assert_int_eq(sw_node_total_pass_at(sw_limiter_node(l), 11000), 1);
+  sw_limiter_free(l);
+}
+END_TEST
+
+/* A limiter nobody uses does not keep leasing every bucket (each such call
+ * costs Redis a round trip and holds L tokens of the fleet's budget away
+ * from busy nodes until they are refunded): after its first lease, 2 s of
+ * refiller ticks (one per ms) without an entry make no call. Once used, a
+ * bucket's last quarter leases the next one. */
+START_TEST(lease_idle_limiter_makes_no_calls) {
+  sw_limiter *l = synced(SW_CLUSTER_FAIL_CLOSED, 10000, B0 + 100);
+  sw_lease_call call;
+  for (int64_t t = 10000; t <= 12000; t++) ck_sw(sw_lease_next_call(l, t, &call), 0);
+  ck_assert_int_eq(stats(l, 12000).calls, 1);
+  ck_assert_int_eq(stats(l, 12000).need, 0);
+  /* the control: the same limiter used in its bucket (B0 + 2500, local
+   * 12400..12899) leases ahead in its last quarter */
+  sw_decision d;
+  ck_ok(sw_limiter_entry_at(l, 12400, 1, 0, &d)); /* no tokens for this bucket: a request */
+  ck_assert_int_eq(d.verdict, SW_VERDICT_BLOCK);
+  ck_sw(sw_lease_next_call(l, 12401, &call), 1);
+  ck_ok(sw_lease_apply(l, 12401, &call, B0 + 5 * WL, 20, B0 + 2501));
+  take(l, 12402, 1);
+  for (int64_t t = 12402; t < 12775; t++) ck_sw(sw_lease_next_call(l, t, &call), 0);
+  ck_sw(sw_lease_next_call(l, 12775, &call), 1);
+  ck_assert_int_eq(call.target, 1);
+  sw_limiter_free(l);
+}
+END_TEST
+
+/* While Redis is down the failure policy's passes are counted; the first
+ * call that goes out again (the retry) charges them to the window as a
+ * negative refund; a failed retry keeps them for the next; once charged
+ * they are not charged again. */
+START_TEST(lease_recovery_charges_policy_passes) {
+  sw_limiter *l = down_after_lease(SW_CLUSTER_FALLBACK_LOCAL); /* down since 10001 */
+  sw_decision d;
+  int passed = 0;
+  for (int i = 0; i < 100; i++) {
+    ck_ok(sw_limiter_entry_at(l, 10002, 1, 0, &d));
+    passed += d.verdict == SW_VERDICT_PASS;
+  }
+  ck_assert_int_eq(passed, 50 - 20); /* 50 per second locally; the window holds the lease's 20 */
+  sw_lease_call call;
+  ck_sw(sw_lease_next_call(l, 10900, &call), 1); /* the retry: Redis time B0 + 1000 */
+  ck_assert_int_eq(call.target, 0);
+  ck_assert_int_eq(call.refund, -30);
+  ck_assert_int_eq(call.refund_bucket, B0 + 1000);
+  ck_ok(sw_lease_failed(l, 10901, &call)); /* still down */
+  passed = 0;
+  for (int i = 0; i < 100; i++) {
+    ck_ok(sw_limiter_entry_at(l, 11500, 1, 0, &d));
+    passed += d.verdict == SW_VERDICT_PASS;
+  }
+  ck_assert_int_eq(passed, 50);
+  ck_sw(sw_lease_next_call(l, 11900, &call), 1);
+  ck_assert_int_eq(call.refund, -80); /* the 30 not charged, and 50 more */
+  int64_t rnow = B0 + 100 + 1900;
+  ck_ok(sw_lease_apply(l, 11900, &call, rnow - rnow % WL, 20, rnow));
+  take(l, 11900, 16); /* below the low-water mark: a call, charging nothing */
+  ck_sw(sw_lease_next_call(l, 11901, &call), 1);
+  ck_assert_int_eq(call.refund, 0);
+  sw_limiter_free(l);
+}
+END_TEST
+
+/* The passes of fail-open are charged too, at most one window's budget
+ * (200): the recovered window has no room left until it slides on. */
+START_TEST(lease_recovery_charges_fail_open_capped) {
+  sw_limiter *l = down_after_lease(SW_CLUSTER_FAIL_OPEN);
+  sw_decision d;
+  for (int i = 0; i < 1000; i++) ck_ok(sw_limiter_entry_at(l, 10400, 1, 0, &d));
+  sw_lease_call call;
+  ck_sw(sw_lease_next_call(l, 10900, &call), 1);
+  ck_assert_int_eq(call.refund, -200);
+  sw_limiter_free(l);
+}
+END_TEST
+
+/* Issue 13, item 7: before Redis has ever answered, entries follow the
+ * failure policy (here 200 per second locally): those passes are charged
+ * by the next call, so the first second does not admit them and a full
+ * window's budget from Redis on top. */
+START_TEST(lease_first_answer_charges_earlier_passes) {
+  sw_limiter *l = mk_limiter(200, 20, SW_CLUSTER_FALLBACK_LOCAL, 1, 1000);
+  sw_lease_call call;
+  ck_sw(sw_lease_next_call(l, 10000, &call), 1); /* the first call, in flight */
+  ck_assert_int_eq(call.refund, 0);
+  sw_decision d;
+  int passed = 0;
+  for (int i = 0; i < 150; i++) {
+    ck_ok(sw_limiter_entry_at(l, 10000, 1, 0, &d));
+    passed += d.verdict == SW_VERDICT_PASS;
+  }
+  ck_assert_int_eq(passed, 150); /* not reached yet: the local fallback */
+  ck_ok(sw_lease_apply(l, 10001, &call, B0, 20, B0 + 1));
+  take(l, 10001, 20);
+  ck_sw(sw_lease_next_call(l, 10002, &call), 1);
+  ck_assert_int_eq(call.refund, -150);
+  sw_limiter_free(l);
+}
+END_TEST
+
+/* A reply that is not the script's is refused, and nothing changes. */
+START_TEST(lease_apply_refuses_inconsistent_replies) {
+  sw_limiter *l = mk_limiter(200, 20, SW_CLUSTER_FAIL_CLOSED, 4, 1000);
+  sw_lease_call call;
+  ck_sw(sw_lease_next_call(l, 10000, &call), 1);
+  ck_sw(sw_lease_apply(l, 10000, &call, B0 + WL, 20, B0 + 100), SW_ERANGE); /* not its bucket */
+  ck_assert_ptr_nonnull(strstr(sw_last_error(), "1700000000500"));
+  ck_sw(sw_lease_apply(l, 10000, &call, B0, 21, B0 + 100), SW_ERANGE); /* 21 > 20 asked */
+  ck_assert_ptr_nonnull(strstr(sw_last_error(), "granted=21"));
+  ck_sw(sw_lease_apply(l, 10000, &call, B0 - (INT64_C(1) << 24) * WL, 20, B0 + 100), SW_ERANGE);
+  sw_lease_info in = stats(l, 10000);
+  ck_assert_int_eq(in.up, 0);
+  ck_assert_int_eq(in.tokens, 0);
+  ck_assert_int_eq(in.granted, 0);
+  ck_ok(sw_lease_apply(l, 10000, &call, B0, 20, B0 + 100));
+  ck_assert_int_eq(stats(l, 10000).tokens, 20);
   sw_limiter_free(l);
 }
 END_TEST
@@ -583,6 +733,36 @@ START_TEST(script_window_includes_next_bucket) {
                   "window {%lld, %lld} holds %lld > 200: the script granted %lld more to the "
                   "current bucket, checking only {previous, current}",
                   (long long)cur, (long long)(cur + WL), (long long)window, (long long)r2[1]);
+    ok = 1;
+  }
+  ck_assert_msg(ok, "every attempt crossed a bucket boundary");
+  rf_stop(&s);
+}
+END_TEST
+
+
+/* A negative refund (the failure policy's passes, at recovery) is added to
+ * the current bucket before the grant, whatever the target. */
+START_TEST(script_charges_the_current_bucket) {
+  NEED_REDIS();
+  rf_server s;
+  ck_assert_msg(rf_start(&s) == 0, "cannot start redis-server");
+  int ok = 0;
+  for (int attempt = 0; attempt < 5 && !ok; attempt++) {
+    char key[64];
+    snprintf(key, sizeof key, "sw:{charge-%d-%d}", (int)getpid(), attempt);
+    early_in_bucket(s.port);
+    int64_t r1[4], r2[4];
+    ck_assert(eval_lease(s.port, key, 200, 100, 1, -150, 0, r1) == 0); /* next bucket asked */
+    ck_assert(eval_lease(s.port, key, 200, 100, 0, 0, 0, r2) == 0);
+    if (r1[0] != r2[0] + WL) continue; /* crossed a bucket: again */
+    ck_assert_int_eq(r1[1], 50);  /* 200 - 150 charged to the current bucket */
+    ck_assert_int_eq(r1[3], 200);
+    ck_assert_int_eq(r2[1], 0);   /* the window {current, next} is full */
+    int64_t f[16], v[16];
+    int n = hash_read(s.port, key, f, v, 16);
+    ck_assert_int_eq(hash_get(f, v, n, r2[0]), 150);
+    ck_assert_int_eq(hash_get(f, v, n, r1[0]), 50);
     ok = 1;
   }
   ck_assert_msg(ok, "every attempt crossed a bucket boundary");
@@ -777,38 +957,6 @@ START_TEST(two_processes_share_one_budget) {
 }
 END_TEST
 
-/* A limiter nobody uses should not keep leasing every bucket: each such call
- * costs Redis a round trip and holds L tokens of the fleet's budget away
- * from busy nodes until they are refunded a bucket later. */
-START_TEST(idle_limiter_stops_leasing) {
-  NEED_REDIS();
-  rf_server s;
-  ck_assert_msg(rf_start(&s) == 0, "cannot start redis-server");
-  sw_limiter *l = mk_limiter(200, 20, SW_CLUSTER_FAIL_CLOSED, 2, 200);
-  sw_cluster *c = mk_cluster(s.port);
-  char resource[64], key[80];
-  snprintf(resource, sizeof resource, "idle-%d", (int)getpid());
-  snprintf(key, sizeof key, "sw:{%s}", resource);
-  ck_ok(sw_cluster_add(c, l, resource));
-  ck_ok(sw_cluster_start(c));
-  ck_assert(wait_up(&l, 1, 5000));
-  int64_t c0 = stats(l, sw_now_ms()).calls;
-  rf_sleep_ms(2000); /* 4 buckets without a single entry */
-  sw_lease_info in = stats(l, sw_now_ms());
-  int64_t f[32], v[32];
-  int n = hash_read(s.port, key, f, v, 32);
-  printf("idle limiter: %lld Redis calls and %lld tokens granted in 2 s without entries; "
-         "hash holds %d buckets\n",
-         (long long)(in.calls - c0), (long long)in.granted, n);
-  fflush(stdout);
-  sw_cluster_free(c);
-  sw_limiter_free(l);
-  rf_stop(&s);
-  ck_assert_msg(in.calls - c0 <= 1, "an idle limiter made %lld Redis calls in 4 buckets",
-                (long long)(in.calls - c0));
-}
-END_TEST
-
 /* =========================================== c. failure and recovery */
 
 #define RETRY_MS 600
@@ -997,6 +1145,336 @@ START_TEST(noscript_reloads) {
   ck_assert_int_eq(in.down_since_ms, 0);
   ck_assert_int_ge(in.calls - calls_at_flush, 2);
   ck_assert_int_gt(passes_after, 0);
+  sw_cluster_free(c);
+  sw_limiter_free(l);
+  rf_stop(&s);
+}
+END_TEST
+
+
+/* ============================ c'. the recovery edge, 2 processes at 4x */
+
+/* Issue 14: threshold 200 per window, 2 nodes, L = 20, offered 4x the
+ * limit; Redis is killed 1 s in and restarted empty 1.5 s later. Each
+ * process records its admissions per bucket of Redis time, and those made
+ * once it was back on leases after the restart. A window that holds the
+ * recovery may hold what the failure policies admitted while Redis was down
+ * (P; fail-open admits everything), but what the recovered nodes add must
+ * not take it over max(threshold, P) by more than (nodes - 1) x L (see
+ * docs/cluster.md). Before the passes were charged at recovery the overshoot
+ * was 150 (local fallback) and 180 (fail-open). */
+#define EDGE_BK 64
+typedef struct edge_out {
+  int64_t bno[EDGE_BK], count[EDGE_BK], after[EDGE_BK];
+  int64_t r_start, r_end;
+  int rc;
+  char err[160];
+} edge_out;
+typedef struct edge_mem {
+  _Atomic int ready, go;
+  _Atomic int64_t r_up; /* Redis time Redis was restarted; 0: not yet */
+  edge_out p[2];
+} edge_mem;
+
+static int edge_child(edge_mem *m, int me, int port, const char *resource, int policy,
+                      int64_t ms) {
+  char addr[64];
+  edge_out *p = &m->p[me];
+  snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+  sw_limiter *l = new_limiter(200, 20, policy, 2, 1000);
+  sw_cluster *c = l ? new_cluster(addr) : NULL;
+  if (!l || !c || sw_cluster_add(c, l, resource) || sw_cluster_start(c)) {
+    snprintf(p->err, sizeof p->err, "setup: %s", sw_last_error());
+    return 1;
+  }
+  if (!wait_up(&l, 1, 5000)) {
+    snprintf(p->err, sizeof p->err, "lease not up within 5 s");
+    return 1;
+  }
+  atomic_fetch_add(&m->ready, 1);
+  for (int64_t end = sw_now_ms() + 10000; !atomic_load(&m->go) && sw_now_ms() < end;)
+    rf_sleep_ms(1);
+  const int64_t period = 2500000, t0 = mono_ns(); /* 400 per second: 2 x 400 = 4 x 200 */
+  for (int64_t i = 0; i * period < ms * 1000000; i++) {
+    sleep_until_ns(t0 + i * period);
+    int64_t t = sw_now_ms();
+    sw_lease_info a;
+    sw_decision d;
+    sw_lease_stats(l, t, &a); /* Redis time = t + offset (kept while down) */
+    if (sw_limiter_entry_at(l, t, 1, 0, &d) != SW_OK) {
+      snprintf(p->err, sizeof p->err, "entry: %s", sw_last_error());
+      return 1;
+    }
+    if (p->r_start == 0) p->r_start = t + a.offset_ms;
+    p->r_end = t + a.offset_ms;
+    if (d.verdict != SW_VERDICT_PASS) continue;
+    int64_t bno = (t + a.offset_ms) / WL;
+    int k = (int)(bno % EDGE_BK);
+    if (p->count[k] != 0 && p->bno[k] != bno) {
+      snprintf(p->err, sizeof p->err, "bucket table overflow");
+      return 1;
+    }
+    p->bno[k] = bno;
+    p->count[k]++;
+    int64_t up = atomic_load(&m->r_up);
+    if (up && t + a.offset_ms >= up && a.up) p->after[k]++; /* back on leases */
+  }
+  sw_cluster_free(c);
+  sw_limiter_free(l);
+  return 0;
+}
+
+static int64_t edge_count(const edge_mem *m, int64_t bno, int after) {
+  int64_t n = 0;
+  for (int i = 0; i < 2; i++) {
+    int k = (int)(bno % EDGE_BK);
+    if (m->p[i].bno[k] == bno) n += after ? m->p[i].after[k] : m->p[i].count[k];
+  }
+  return n;
+}
+
+static void recovery_edge(int policy, const char *name) {
+  rf_server s;
+  ck_assert_msg(rf_start(&s) == 0, "cannot start redis-server");
+  edge_mem *m = mmap(NULL, sizeof *m, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ck_assert(m != MAP_FAILED);
+  memset(m, 0, sizeof *m);
+  char resource[64];
+  snprintf(resource, sizeof resource, "edge-%s-%d", name, (int)getpid());
+  const int64_t ms = 4500;
+  pid_t pid[2], parent = getpid();
+  for (int i = 0; i < 2; i++) {
+    pid[i] = fork();
+    ck_assert(pid[i] >= 0);
+    if (pid[i] == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(127);
+      m->p[i].rc = edge_child(m, i, s.port, resource, policy, ms);
+      _exit(0);
+    }
+  }
+  int64_t deadline = rf_now_ms() + 10000;
+  while (atomic_load(&m->ready) < 2 && rf_now_ms() < deadline) rf_sleep_ms(1);
+  int64_t off = redis_time_ms(s.port) - sw_now_ms(), t0 = sw_now_ms();
+  ck_assert(off > 0);
+  atomic_store(&m->go, 1);
+  rf_sleep_ms(1000);
+  rf_kill(&s);
+  rf_sleep_ms(t0 + 2500 - sw_now_ms());
+  atomic_store(&m->r_up, sw_now_ms() + off);
+  ck_assert_msg(rf_restart(&s) == 0, "cannot restart redis-server on port %d", s.port);
+  for (int i = 0; i < 2; i++) {
+    int st = 0;
+    if (!rf_reap(pid[i], rf_now_ms() + ms + 15000, &st)) {
+      kill(pid[i], SIGKILL);
+      waitpid(pid[i], NULL, 0);
+      ck_abort_msg("process %d did not finish in time", i);
+    }
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "process %d died (status %d)", i, st);
+    ck_assert_msg(m->p[i].rc == 0, "process %d: %s", i, m->p[i].err);
+  }
+  int64_t r_up = atomic_load(&m->r_up), worst = 0, worst_w = 0, after_all = 0;
+  for (int64_t b = m->p[0].r_start / WL + 1; b <= m->p[0].r_end / WL; b++) {
+    if ((b + 1) * WL <= r_up) continue; /* a window that ended before the restart */
+    int64_t w = edge_count(m, b - 1, 0) + edge_count(m, b, 0);
+    int64_t after = edge_count(m, b - 1, 1) + edge_count(m, b, 1);
+    int64_t held = w - after > 200 ? w - after : 200;
+    after_all += edge_count(m, b, 1);
+    if (w - held > worst) worst = w - held;
+    if (w > worst_w) worst_w = w;
+  }
+  printf("recovery edge, policy %s: most admitted in a window holding the restart or after it "
+         "%lld; beyond max(200, what the failure policy admitted in it): %lld (bound 20); "
+         "admitted on leases after it %lld\n",
+         name, (long long)worst_w, (long long)worst, (long long)after_all);
+  fflush(stdout);
+  ck_assert_msg(after_all > 0, "no lease after the restart");
+  ck_assert_msg(worst <= 20, "a window holding the recovery admitted %lld over "
+                "max(threshold, the failure policy's passes)", (long long)worst);
+  munmap(m, sizeof *m);
+  rf_stop(&s);
+}
+
+START_TEST(recovery_edge_local) {
+  NEED_REDIS();
+  recovery_edge(SW_CLUSTER_FALLBACK_LOCAL, "local");
+}
+END_TEST
+
+START_TEST(recovery_edge_open) {
+  NEED_REDIS();
+  recovery_edge(SW_CLUSTER_FAIL_OPEN, "open");
+}
+END_TEST
+
+/* ====================================== c''. teardown and the down / up log */
+
+/* A server that accepts connections and never answers. */
+static int silent_server(int *port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof a;
+  if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 8) != 0 ||
+      getsockname(fd, (struct sockaddr *)&a, &len) != 0)
+    return -1;
+  *port = ntohs(a.sin_port);
+  return fd;
+}
+
+/* sw_cluster_remove returns only once the round in flight is done with the
+ * limiter (it settles the call there), so that the caller may free it: the
+ * refiller is caught inside a call to a server that never answers (timeout
+ * 1 s), and the limiter is removed and freed then (ASan: no use after free).
+ * Twice: the second limiter is added while the refiller runs. */
+START_TEST(remove_waits_for_the_round_in_flight) {
+  NEED_REDIS();
+  int port, fd = silent_server(&port);
+  ck_assert(fd >= 0);
+  char addr[64];
+  snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+  sw_options *o = rule_opts(1, 1, 0, 1, 1000);
+  ck_ok(sw_options_set(o, SW_OPT_CLUSTER_TIMEOUT_MS, 1000));
+  sw_cluster *c = NULL;
+  ck_ok(sw_cluster_create(&c, addr, o));
+  sw_options_free(o);
+  for (int round = 0; round < 2; round++) {
+    sw_limiter *l = mk_limiter(200, 20, SW_CLUSTER_FAIL_CLOSED, 1, 1000);
+    ck_ok(sw_cluster_add(c, l, "silent"));
+    if (round == 0) ck_ok(sw_cluster_start(c));
+    int64_t deadline = sw_now_ms() + 5000;
+    while (stats(l, sw_now_ms()).calls == 0 && sw_now_ms() < deadline) rf_sleep_ms(1);
+    ck_assert_msg(stats(l, sw_now_ms()).calls == 1, "the refiller made no call");
+    ck_assert_int_eq(stats(l, sw_now_ms()).down_since_ms, 0); /* in flight */
+    int64_t t0 = mono_ns();
+    ck_ok(sw_cluster_remove(c, l));
+    int64_t waited_us = (mono_ns() - t0) / 1000;
+    sw_lease_info in = stats(l, sw_now_ms());
+    printf("remove during a call: returned after %lld us, the call settled: %s\n",
+           (long long)waited_us, in.down_since_ms ? "yes" : "no");
+    ck_assert_msg(in.down_since_ms != 0, "sw_cluster_remove returned while the refiller still "
+                  "had the limiter's call in flight");
+    sw_limiter_free(l);
+  }
+  sw_cluster_free(c);
+  close(fd);
+}
+END_TEST
+
+typedef struct log_rec {
+  int n, up[16];
+  char server[16][80], msg[16][256];
+} log_rec;
+
+static void record_log(void *user, int up, const char *server, const char *message) {
+  log_rec *r = user;
+  if (r->n == 16) return;
+  r->up[r->n] = up;
+  snprintf(r->server[r->n], sizeof r->server[0], "%s", server);
+  snprintf(r->msg[r->n], sizeof r->msg[0], "%s", message);
+  r->n++;
+}
+
+/* Rounds until the limiter's lease is up (1) or ms pass (0). */
+static int refill_until_up(sw_cluster *c, sw_limiter *l, int64_t ms) {
+  for (int64_t end = sw_now_ms() + ms; sw_now_ms() < end; rf_sleep_ms(2)) {
+    sw_decision d;
+    sw_limiter_entry(l, 1, 0, &d); /* asks for a lease */
+    sw_cluster_refill(c);
+    if (stats(l, sw_now_ms()).up) return 1;
+  }
+  return 0;
+}
+
+/* Redis down and back up: one message each, however many rounds fail. */
+START_TEST(log_once_per_change) {
+  NEED_REDIS();
+  rf_server s;
+  ck_assert_msg(rf_start(&s) == 0, "cannot start redis-server");
+  sw_cluster *c = mk_cluster(s.port);
+  log_rec rec = {0};
+  ck_ok(sw_cluster_set_log(c, record_log, &rec));
+  sw_limiter *l = mk_limiter(1000, 20, SW_CLUSTER_FAIL_CLOSED, 1, 1);
+  ck_ok(sw_cluster_add(c, l, "log"));
+  ck_assert(refill_until_up(c, l, 5000));
+  ck_assert_int_eq(rec.n, 0); /* up from the start: nothing to say */
+  rf_kill(&s);
+  int rounds = 0;
+  for (int64_t end = sw_now_ms() + 300; sw_now_ms() < end; rf_sleep_ms(2)) {
+    sw_decision d;
+    sw_limiter_entry(l, 1, 0, &d);
+    if (sw_cluster_refill(c) < 0) rounds++;
+  }
+  char server[80];
+  snprintf(server, sizeof server, "127.0.0.1:%d", s.port);
+  printf("log: %d failed rounds; %d message(s): %s\n", rounds, rec.n, rec.n ? rec.msg[0] : "");
+  fflush(stdout);
+  ck_assert_int_ge(rounds, 3);
+  ck_assert_int_eq(rec.n, 1);
+  ck_assert_int_eq(rec.up[0], 0);
+  ck_assert_str_eq(rec.server[0], server);
+  ck_assert_ptr_nonnull(strstr(rec.msg[0], server));
+  ck_assert_ptr_nonnull(strstr(rec.msg[0], "down"));
+  ck_assert_msg(rf_restart(&s) == 0, "cannot restart redis-server");
+  ck_assert(refill_until_up(c, l, 5000));
+  for (int i = 0; i < 20; i++) sw_cluster_refill(c);
+  printf("log: %s\n", rec.n > 1 ? rec.msg[1] : "(no second message)");
+  ck_assert_int_eq(rec.n, 2);
+  ck_assert_int_eq(rec.up[1], 1);
+  ck_assert_ptr_nonnull(strstr(rec.msg[1], "back up"));
+  sw_cluster_free(c);
+  sw_limiter_free(l);
+  rf_stop(&s);
+}
+END_TEST
+
+/* AUTH and SELECT: a Redis with a password refuses a client without it
+ * (down, the server's NOAUTH in the log) or with a wrong one; with it the
+ * lease comes, and its key lands in the database selected. */
+START_TEST(auth_and_select) {
+  NEED_REDIS();
+  rf_server s;
+  ck_assert_msg(rf_start(&s) == 0, "cannot start redis-server");
+  char out[256];
+  ck_assert(rf_cli(s.port, out, sizeof out, 2000, "CONFIG", "SET", "requirepass", "s3cret",
+                   (char *)NULL) == 0);
+  sw_cluster *c = mk_cluster(s.port);
+  log_rec rec = {0};
+  ck_ok(sw_cluster_set_log(c, record_log, &rec));
+  sw_limiter *l = mk_limiter(1000, 20, SW_CLUSTER_FAIL_CLOSED, 1, 1);
+  char resource[64], key[80];
+  snprintf(resource, sizeof resource, "auth-%d", (int)getpid());
+  snprintf(key, sizeof key, "sw:{%s}", resource);
+  ck_ok(sw_cluster_add(c, l, resource));
+  ck_assert(!refill_until_up(c, l, 300));
+  ck_assert_int_eq(rec.n, 1);
+  printf("auth: without the password: %s\n", rec.msg[0]);
+  ck_assert_ptr_nonnull(strstr(rec.msg[0], "NOAUTH"));
+  ck_ok(sw_cluster_set_auth(c, NULL, "wrong"));
+  ck_assert(!refill_until_up(c, l, 300));
+  ck_ok(sw_cluster_set_auth(c, NULL, "s3cret"));
+  ck_ok(sw_cluster_set_database(c, 3));
+  ck_assert_msg(refill_until_up(c, l, 5000), "no lease with the password");
+  ck_assert_int_eq(rec.n, 2);
+  ck_assert_int_eq(rec.up[1], 1);
+  ck_assert(rf_cli(s.port, out, sizeof out, 2000, "--no-auth-warning", "-a", "s3cret", "-n", "3",
+                   "EXISTS", key, (char *)NULL) == 0);
+  ck_assert_msg(atoi(out) == 1, "%s is not in database 3", key);
+  ck_assert(rf_cli(s.port, out, sizeof out, 2000, "--no-auth-warning", "-a", "s3cret", "-n", "0",
+                   "EXISTS", key, (char *)NULL) == 0);
+  ck_assert_int_eq(atoi(out), 0);
+  /* a user name (Redis 6 ACL): the default user with its password; the
+   * connection is made again and a call goes through */
+  ck_ok(sw_cluster_set_auth(c, "default", "s3cret"));
+  int64_t calls = stats(l, sw_now_ms()).calls, more = 0;
+  for (int64_t end = sw_now_ms() + 5000; sw_now_ms() < end && !more; rf_sleep_ms(1)) {
+    sw_decision d;
+    sw_limiter_entry(l, 1, 0, &d);
+    sw_cluster_refill(c);
+    sw_lease_info in = stats(l, sw_now_ms());
+    more = in.calls > calls && in.up;
+  }
+  ck_assert_msg(more, "no call with AUTH default s3cret");
+  ck_assert_int_eq(rec.n, 2);
   sw_cluster_free(c);
   sw_limiter_free(l);
   rf_stop(&s);
@@ -1450,11 +1928,17 @@ int main(void) {
   SW_TCASE(s, "lease logic", lease_never_synced, lease_apply_fills_and_entries_take,
            lease_low_water_calls, lease_spent_bucket_blocks_until_next, lease_prefetch_and_refund,
            lease_failure_open, lease_failure_closed, lease_failure_local, lease_retry_and_recovery,
-           lease_abandoned_falls_back, lease_spent_bucket_is_not_abandoned);
-  SW_TCASE(s, "script", script_grants_and_refunds, script_window_includes_next_bucket);
-  SW_TCASE(s, "one redis-server", two_processes_share_one_budget, idle_limiter_stops_leasing);
+           lease_abandoned_falls_back, lease_spent_bucket_is_not_abandoned,
+           lease_tokens_of_another_bucket_are_not_taken, lease_idle_limiter_makes_no_calls,
+           lease_recovery_charges_policy_passes, lease_recovery_charges_fail_open_capped,
+           lease_first_answer_charges_earlier_passes, lease_apply_refuses_inconsistent_replies);
+  SW_TCASE(s, "script", script_grants_and_refunds, script_window_includes_next_bucket,
+           script_charges_the_current_bucket);
+  SW_TCASE(s, "one redis-server", two_processes_share_one_budget);
   SW_TCASE(s, "failure", failure_sigkill_and_restart, noscript_reloads,
-           failure_sigstop_and_sigcont);
+           failure_sigstop_and_sigcont, recovery_edge_local, recovery_edge_open);
+  SW_TCASE(s, "teardown and log", remove_waits_for_the_round_in_flight, log_once_per_change,
+           auth_and_select);
   SW_TCASE(s, "redis cluster", redis_cluster_one_seed_moved_clusterdown,
            redis_cluster_stopped_master_spares_others, redis_cluster_failover_to_replica);
   SW_TCASE(s, "exact mode", exact_two_processes, exact_partial_grant_is_refunded,

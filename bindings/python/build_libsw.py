@@ -465,6 +465,12 @@ int sw_cluster_remove(sw_cluster *c, sw_limiter *l);
 int sw_cluster_refill(sw_cluster *c);
 int sw_cluster_start(sw_cluster *c);
 int64_t sw_cluster_round_trips(const sw_cluster *c);
+int sw_cluster_set_auth(sw_cluster *c, const char *user, const char *password);
+int sw_cluster_set_database(sw_cluster *c, int64_t db);
+typedef void (*sw_cluster_log_fn)(void *user, int up, const char *server, const char *message);
+int sw_cluster_set_log(sw_cluster *c, sw_cluster_log_fn fn, void *user);
+/* Redis down / back up, to logging.getLogger("libsw") (libsw/_cluster.py) */
+extern "Python" void swpy_cluster_log(void *user, int up, const char *server, const char *message);
 
 /* binding glue (the preamble below) */
 #define SWPY_NOT_PASS ...

@@ -631,7 +631,9 @@ typedef struct sw_lease_call {
   int64_t threshold;     /* passes allowed in a window of `buckets` buckets, fleet-wide */
   int64_t want;          /* tokens to ask for */
   int64_t bucket_ms;     /* bucket length */
-  int64_t refund;        /* tokens of refund_bucket to give back (0: none) */
+  int64_t refund;        /* tokens of refund_bucket to give back (0: none); < 0: the
+                            passes the failure policy admitted in the window, charged
+                            to the current bucket when Redis is back */
   int64_t refund_bucket; /* Redis time, ms */
   int32_t buckets;       /* buckets per window */
   int32_t target;        /* 0: the current bucket, 1: the next one */
@@ -656,11 +658,18 @@ SW_API const char *sw_lease_script(void);
  * claimed: one call at a time across processes), 0 when not. SW_ESTATE if
  * the rule is not a cluster rule. */
 SW_API int sw_lease_next_call(sw_limiter *l, int64_t t, sw_lease_call *call);
-/* The script's reply to call, received at local time t. */
+/* The script's reply to call, received at local time t. SW_ERANGE (and
+ * nothing changes: report the call with sw_lease_failed) for a reply that is
+ * not the script's: bucket not the start of the bucket of redis_now_ms (+1
+ * for call->target 1), granted outside 0..call->want, a negative time. A
+ * Redis time far from local time is taken as it is (no overflow). */
 SW_API int sw_lease_apply(sw_limiter *l, int64_t t, const sw_lease_call *call, int64_t bucket,
                           int64_t granted, int64_t redis_now_ms);
 /* The call failed: Redis counts as down from t (the rule's failure policy
- * applies) until a call succeeds; the next try comes after SW_OPT_CLUSTER_RETRY_MS. */
+ * applies) until a call succeeds; the next try comes at the next multiple of
+ * SW_OPT_CLUSTER_RETRY_MS in Redis time (so that a fleet tries together; t +
+ * the retry interval before Redis was ever reached). A charge the call
+ * carried (refund < 0) goes with a later call. */
 SW_API int sw_lease_failed(sw_limiter *l, int64_t t, const sw_lease_call *call);
 SW_API int sw_lease_stats(const sw_limiter *l, int64_t t, sw_lease_info *info);
 
@@ -672,19 +681,51 @@ SW_API int sw_lease_stats(const sw_limiter *l, int64_t t, sw_lease_info *info);
  * reloads the script), and a refiller that keeps the leases of its limiters
  * filled (docs/cluster.md). Options: SW_OPT_CLUSTER_TIMEOUT_MS. Without
  * hiredis at build time every function returns SW_ENOTSUP ("cluster support
- * not built"). */
+ * not built").
+ *
+ * Teardown: the refiller reads every limiter added to c. Before a limiter
+ * is freed (sw_limiter_free, or the registry or segment that holds it is
+ * freed or closed), call sw_cluster_remove for it or sw_cluster_free for c;
+ * both wait for a refill round in progress (at most about the timeout per
+ * Redis node), after which c never touches the limiter again. Freeing a
+ * limiter still added to a running cluster is a use after free. */
 typedef struct sw_cluster sw_cluster;
+/* servers: "host:port" entries (a host name, IPv4, or "[IPv6]:port")
+ * separated by commas, at most 1023 bytes; nothing is connected yet.
+ * SW_EINVAL naming the entry for an empty list or entry, a missing port
+ * ("nohostport"), a port outside 1..65535, a host over 63 bytes. */
 SW_API int sw_cluster_create(sw_cluster **out, const char *servers, const sw_options *opts);
-/* Stops the refiller; the limiters stay: once an entry's request for tokens
- * goes unanswered for 2 x SW_OPT_CLUSTER_TIMEOUT_MS + one bucket, they use
- * their failure policy until a call succeeds again. */
+/* Stops the refiller (waiting for its round to finish); the limiters stay:
+ * once an entry's request for tokens goes unanswered for 2 x
+ * SW_OPT_CLUSTER_TIMEOUT_MS + one bucket, they use their failure policy
+ * until a call succeeds again. */
 SW_API void sw_cluster_free(sw_cluster *c);
-/* Keep l's lease (a limiter with SW_OPT_CLUSTER=1; borrowed, must outlive c)
- * under Redis key "sw:{resource}". Processes that share a budget use the
- * same resource name. */
+/* Keep l's lease (a limiter with SW_OPT_CLUSTER=1; borrowed: remove it, or
+ * free c, before freeing l) under Redis key "sw:{resource}". Processes that
+ * share a budget use the same resource name. */
 SW_API int sw_cluster_add(sw_cluster *c, sw_limiter *l, const char *resource);
-/* Stop keeping l's lease (before freeing l). SW_ENOTFOUND if not added. */
+/* Stop keeping l's lease; returns once no refill round uses l (it waits for
+ * the one in progress), so that l may then be freed. Thread-safe. SW_ENOTFOUND
+ * if not added. */
 SW_API int sw_cluster_remove(sw_cluster *c, sw_limiter *l);
+/* Authenticate every connection: AUTH password, or AUTH user password (Redis
+ * 6 ACL) when user is not NULL. NULL password: no AUTH (the default). Copies
+ * the strings; open connections are closed, the next round reconnects.
+ * Thread-safe. SW_EINVAL for a user without a password, an empty one or one
+ * over 1024 bytes (the message never shows the password). A refused AUTH
+ * makes Redis count as down, with the server's reply in the log. */
+SW_API int sw_cluster_set_auth(sw_cluster *c, const char *user, const char *password);
+/* SELECT db on every connection (default 0; Redis Cluster has only 0: any
+ * other makes its nodes count as down). Thread-safe. SW_ERANGE outside
+ * 0..INT32_MAX. */
+SW_API int sw_cluster_set_database(sw_cluster *c, int64_t db);
+/* Redis going down and coming back: fn(user, up, "host:port", message) once
+ * per change of each server (up 0: found down, with why; 1: answering again
+ * after it was down), from the thread that made the call (the refiller, or
+ * the caller of sw_cluster_refill / sw_cluster_entry_exact), with no lock of
+ * libsw held; fn must not free c. NULL fn: no log (the default). */
+typedef void (*sw_cluster_log_fn)(void *user, int up, const char *server, const char *message);
+SW_API int sw_cluster_set_log(sw_cluster *c, sw_cluster_log_fn fn, void *user);
 /* One refill round now: the calls due, as one pipeline per Redis node.
  * Returns the number of calls made, or an error (some failed: their limiters
  * count Redis as down). */

@@ -62,26 +62,45 @@ def test_block_false_on_blocking_limiter(clock):
 
 
 @pytest.mark.asyncio
-async def test_async_blocking_uses_asyncio_sleep():
-    lim = libsw.RateLimiter(1, windows=10, block=True, timeout=3)
-    ticks = []
+async def test_async_blocking_uses_asyncio_sleep(monkeypatch):
+    """A coroutine waits with asyncio.sleep (the default), never time.sleep:
+    the loop runs other tasks meanwhile. Time is explicit: the patched
+    asyncio.sleep advances a manual clock and yields to the loop."""
+    mc = libsw.ManualClock(10_000_000)
+    waits = []
+    real_sleep = asyncio.sleep
 
-    async def ticker():
-        for _ in range(20):
-            ticks.append(time.monotonic())
-            await asyncio.sleep(0.01)
+    async def fake_asyncio_sleep(seconds, *args):
+        await real_sleep(0)  # the loop runs the other task, then the time passes
+        if seconds:
+            waits.append(seconds)
+            mc.advance(int(round(seconds * 1000)))
+
+    def no_time_sleep(seconds):
+        raise AssertionError("time.sleep(%r) in a coroutine" % (seconds,))
+
+    monkeypatch.setattr(asyncio, "sleep", fake_asyncio_sleep)
+    monkeypatch.setattr(time, "sleep", no_time_sleep)
+    # a plain callable clock: no sleep methods, so the defaults are used
+    lim = libsw.RateLimiter(1, windows=10, block=True, timeout=3, clock=lambda: mc())
+    ran = []
+
+    async def other():
+        for _ in range(5):
+            ran.append(mc())
+            await real_sleep(0)
 
     @lim
     async def job():
-        return time.monotonic()
+        return mc()
 
-    await job()
-    t = time.monotonic()
-    task = asyncio.ensure_future(ticker())
-    done = await job()  # waits about 1 s, without blocking the loop
+    first = await job()
+    task = asyncio.ensure_future(other())
+    second = await job()  # refused: retried after retry_after, with asyncio.sleep
     await task
-    assert done - t > 0.05
-    assert len([x for x in ticks if t <= x <= done]) >= 3
+    assert second - first == 1000  # the first pass leaves the 1 s window
+    assert sum(waits) == pytest.approx(1.0) and all(w > 0 for w in waits)
+    assert len(ran) == 5 and min(ran) < second  # the other task ran during the wait
 
 
 @pytest.mark.asyncio
@@ -98,16 +117,26 @@ async def test_async_block_with_manual_clock(clock):
 
 
 @pytest.mark.asyncio
-async def test_cancelled_wait_ends_the_entry():
-    lim = libsw.RateLimiter(10, behavior="pacing")  # the 2nd entry waits 100 ms
-    await lim.acquire_async()  # never released: one in flight
-    task = asyncio.ensure_future(lim.acquire_async())
-    await asyncio.sleep(0.02)
+async def test_cancelled_wait_ends_the_entry(clock):
+    """An admitted entry that must wait (pacing) and is cancelled while
+    waiting is ended, as an exception: nothing stays in flight for it."""
+    started = asyncio.Event()
+
+    async def wait_forever(seconds):
+        started.set()
+        await asyncio.Event().wait()
+
+    lim = libsw.RateLimiter(10, behavior="pacing", clock=clock, async_sleep=wait_forever)
+    await lim.acquire_async()  # passes at once; never released: one in flight
+    task = asyncio.ensure_future(lim.acquire_async())  # 100 ms after it: waits
+    await started.wait()
+    assert lim.stats().concurrency == 2
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     s = lim.stats()
     assert s.concurrency == 1 and s.exception_qps == 1  # the cancelled one was ended
+    assert s.pass_qps == 2
 
 
 def test_closed_while_waiting(clock):

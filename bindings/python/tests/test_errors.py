@@ -151,23 +151,48 @@ def test_stats_now_checked():
         lim.stats(now="0")
 
 
+def _valid_threshold(v):
+    return not (isinstance(v, float) and math.isnan(v)) and 0 <= v <= 10**15
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     qps=st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-(2**70), 2**70)),
     n=st.one_of(st.integers(-(2**70), 2**70), st.floats(), st.text(max_size=2)),
     behavior=st.sampled_from(["reject", "pacing", "warm_up", "warm_up_pacing"]),
 )
-def test_fuzz_never_crashes(qps, n, behavior):
+def test_fuzz_construction_and_first_entry(qps, n, behavior):
+    """Any qps and n: the limiter is made exactly when the threshold is in
+    0..1e15 (a warm-up may also refuse a threshold it cannot ramp), and the
+    first entry of n units passes or is refused exactly as the rule says,
+    with the statistics to match; bad values raise naming themselves."""
     try:
         lim = libsw.RateLimiter(qps, behavior=behavior, clock=lambda: 5_000_000)
-    except (ValueError, TypeError):
+    except libsw.ArgumentError as e:
+        assert not _valid_threshold(qps) or behavior.startswith("warm_up"), (qps, behavior, str(e))
+        assert "qps" in str(e) or "WARM" in str(e) or "COLD" in str(e), str(e)
         return
-    try:
-        p = lim.try_acquire(n)
-    except (ValueError, TypeError):
+    assert _valid_threshold(qps), qps
+    assert lim.rule()["threshold"] == float(qps)
+    if isinstance(n, bool) or not isinstance(n, int):
+        with pytest.raises(TypeError, match="n must be an int"):
+            lim.try_acquire(n)
         return
-    p.release()
-    lim.stats()
+    if not 0 <= n <= 2**31 - 1:
+        with pytest.raises(ValueError, match="n=%d" % n):
+            lim.try_acquire(n)
+        assert lim.stats().total_qps == 0
+        return
+    p = lim.try_acquire(n)
+    s = lim.stats()
+    if p:
+        assert s.pass_qps == n and s.block_qps == 0 and s.concurrency == 1
+        p.release()
+        assert lim.stats().concurrency == 0 and lim.stats().success_qps == n
+    else:
+        assert s.pass_qps == 0 and s.block_qps == n and p.retry_after > 0
+    if behavior == "reject":  # Sentinel's check: pass + n <= threshold
+        assert bool(p) == (n <= qps), (qps, n)
 
 
 def test_decorated_before_close_then_closed():
@@ -200,17 +225,41 @@ def test_decorated_before_close_then_closed():
     now=st.lists(st.integers(-(2**63), 2**63 - 1) | st.integers(0, 10**7), min_size=1, max_size=5),
     n=st.integers(-(2**40), 2**40),
 )
-def test_fuzz_windows_never_crash(sample_count, interval_ms, now, n):
+def test_fuzz_windows(sample_count, interval_ms, now, n):
+    """Any geometry, times and counts: a metric is made exactly for a valid
+    geometry; a bad time or count raises naming it; at a time that does not
+    go backwards, what was added is counted, and every view agrees."""
+    valid = sample_count > 0 and interval_ms > 0 and interval_ms % sample_count == 0
     try:
         m = libsw.Metric(sample_count, interval_ms)
-    except ValueError:
+    except libsw.ArgumentError as e:
+        assert not valid, (sample_count, interval_ms, str(e))
+        assert "sample_count" in str(e) or "interval" in str(e), str(e)
         return
+    assert valid
     la = m.leap_array
-    for t in now:
-        for call in (lambda: m.add_pass(n, now=t), lambda: m.pass_(now=t), lambda: m.details(now=t),
-                     lambda: m.min_rt(now=t), lambda: la.windows(now=t), lambda: la.sum("pass", now=t),
-                     lambda: m.try_pass(n, n, now=t), lambda: la.current_window(now=t)):
-            try:
-                call()
-            except ValueError:
-                pass
+    n_ok = 0 <= n <= 2**31 - 1
+    for t in sorted(now):  # time never goes backwards here
+        if t < 0:
+            for call in (lambda: m.add_pass(1, now=t), lambda: m.pass_(now=t),
+                         lambda: la.windows(now=t), lambda: m.try_pass(1, 1, now=t)):
+                with pytest.raises(ValueError, match="time|now"):
+                    call()
+            continue
+        before = m.pass_(now=t)
+        if not n_ok:
+            with pytest.raises(ValueError, match="n="):
+                m.add_pass(n, now=t)
+            with pytest.raises(ValueError, match="n="):
+                m.try_pass(n, n, now=t)
+            assert m.pass_(now=t) == before
+            continue
+        m.add_pass(n, now=t)
+        total = m.pass_(now=t)
+        assert total == min(before + n, 2**63 - 1)
+        assert la.sum("pass", now=t) == total
+        assert sum(r.pass_ for r in m.details(now=t)) == total
+        assert m.window_pass(now=t) >= n
+        passed, seen = m.try_pass(1, total, now=t)  # the window already holds total
+        assert (passed, seen) == (False, total)
+        assert m.min_rt(now=t) >= 0

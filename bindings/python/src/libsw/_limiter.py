@@ -34,6 +34,10 @@ from typing import (
     cast,
 )
 
+from ._cluster import FAILURES as _FAILURES
+from ._cluster import Cluster as _Cluster
+from ._cluster import Settings as _ClusterSettings
+from ._cluster import resource_name as _resource_name
 from ._errors import ArgumentError, BlockedError, ClosedError, RegistryFullError, check, error_from_code
 from ._libsw import ffi, lib
 from ._util import (
@@ -70,63 +74,6 @@ _BEHAVIORS = {
     "warm_up_pacing": lib.SW_BEHAVIOR_WARM_UP_PACING,
 }
 _BEHAVIOR_NAMES = {v: k for k, v in _BEHAVIORS.items()}
-
-_FAILURES = {
-    "local": lib.SW_CLUSTER_FALLBACK_LOCAL,
-    "open": lib.SW_CLUSTER_FAIL_OPEN,
-    "closed": lib.SW_CLUSTER_FAIL_CLOSED,
-}
-
-
-class _Cluster:
-    """One sw_cluster (connections + refiller thread) per Redis address and
-    process. It keeps the limiters it refills alive until they are closed;
-    a forked child gets a cluster of its own (threads do not survive fork)."""
-
-    _all: Dict[Tuple[str, int], "_Cluster"] = {}
-    _lock = threading.Lock()
-
-    def __init__(self, servers: str, opts: Any) -> None:
-        address = servers[len("redis://"):] if servers.startswith("redis://") else servers
-        self.address = address.encode("utf-8")
-        self.opts = opts
-        self.items: Dict[int, Tuple[Any, bytes]] = {}  # id(handle) -> (handle, resource)
-        self.handle = self._open()
-
-    def _open(self) -> Any:
-        p = ffi.new("sw_cluster **")
-        check(lib.sw_cluster_create(p, self.address, self.opts), "cluster %r" % (self.address,))
-        check(lib.sw_cluster_start(p[0]), "cluster refiller")
-        return p[0]  # never freed: a limiter may still be in use at exit
-
-    @classmethod
-    def get(cls, servers: str, opts: Any) -> "_Cluster":
-        key = (servers, int(get_opt(opts, lib.SW_OPT_CLUSTER_TIMEOUT_MS)))
-        with cls._lock:
-            c = cls._all.get(key)
-            if c is None:
-                c = cls._all[key] = cls(servers, opts)
-            return c
-
-    def add(self, h: Any, resource: bytes) -> None:
-        check(lib.sw_cluster_add(self.handle, h, resource), "cluster resource %r" % (resource,))
-        self.items[id(h)] = (h, resource)
-
-    def remove(self, h: Any) -> None:
-        if self.items.pop(id(h), None) is not None:
-            lib.sw_cluster_remove(self.handle, h)
-
-    @classmethod
-    def _after_fork(cls) -> None:
-        cls._lock = threading.Lock()
-        for c in cls._all.values():
-            c.handle = c._open()  # the parent's refiller thread is gone here
-            for h, resource in c.items.values():
-                lib.sw_cluster_add(c.handle, h, resource)
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_Cluster._after_fork)
 
 # The rule keys (what sw_limiter_set_rule takes), compared when a limiter in a
 # shared segment may carry another process's rule.
@@ -292,6 +239,17 @@ class RateLimiter:
     passes its time to the C library (the ``*_at`` functions), which makes
     runs deterministic. If the clock has ``sleep`` / ``async_sleep``
     methods (as :class:`ManualClock` does) they are used for waiting.
+
+    ``cluster="host:port[,host:port...]"`` makes the threshold fleet-wide on
+    Redis (or Redis Cluster), for every process that uses the same ``name``:
+    admissions come from a lease of ``lease`` tokens refilled by a thread
+    (docs/cluster.md). ``cluster_failure`` (``"local"``, ``"open"``,
+    ``"closed"``) says what happens while Redis is down; ``cluster_nodes``,
+    ``cluster_timeout``, ``cluster_retry`` (seconds), ``cluster_password``,
+    ``cluster_username`` (a Redis 6 ACL user) and ``cluster_database`` set up
+    the rest. Redis going down and coming back is logged on the ``"libsw"``
+    logger. Every argument is checked before anything is made: a bad one
+    raises and leaves no segment behind.
     """
 
     # --------------------------------------------------------- construction
@@ -325,6 +283,10 @@ class RateLimiter:
         cluster_failure: str = "local",
         cluster_nodes: int = 1,
         cluster_timeout: float = 0.1,
+        cluster_retry: float = 1.0,
+        cluster_password: Optional[str] = None,
+        cluster_username: Optional[str] = None,
+        cluster_database: int = 0,
         dry_run: bool = False,
     ) -> None:
         init_kwargs = dict(
@@ -334,7 +296,9 @@ class RateLimiter:
             timeout=timeout, prioritized=prioritized, stripes=stripes, on_full=on_full,
             sleep=sleep, async_sleep=async_sleep, cluster=cluster, lease=lease,
             cluster_failure=cluster_failure, cluster_nodes=cluster_nodes,
-            cluster_timeout=cluster_timeout, dry_run=dry_run,
+            cluster_timeout=cluster_timeout, cluster_retry=cluster_retry,
+            cluster_password=cluster_password,
+            cluster_username=cluster_username, cluster_database=cluster_database, dry_run=dry_run,
         )
         self._h: Any = _CLOSED
         root = self._root = _Root()
@@ -348,8 +312,10 @@ class RateLimiter:
             raise ValueError("behavior=%r is not one of %s" % (behavior, ", ".join(sorted(_BEHAVIORS))))
         if not isinstance(strict, bool):
             raise TypeError("strict must be a bool")
-        if name is not None and not isinstance(name, str):
-            raise TypeError("name must be a str, not %s" % type(name).__name__)
+        if name is not None:
+            if not isinstance(name, str):
+                raise TypeError("name must be a str, not %s" % type(name).__name__)
+            to_bytes_name(name, "name")  # no NUL: "n\0one" and "n\0two" are not one name
         if on_full not in ("raise", "allow", "shared"):
             raise ValueError("on_full=%r is not one of 'raise', 'allow', 'shared'" % (on_full,))
         if clock is not None and not callable(clock):
@@ -383,9 +349,8 @@ class RateLimiter:
         set_opt(opts, lib.SW_OPT_SECOND_INTERVAL_MS, seconds_to_ms(interval, "interval"), "interval")
         if stripes is not None:
             set_opt(opts, lib.SW_OPT_STRIPES, want_int(stripes, "stripes", 1, 64), "stripes")
+        settings = None
         if cluster is not None:
-            if not isinstance(cluster, str):
-                raise TypeError("cluster must be a str like 'host:port[,host:port]'")
             if cluster_failure not in _FAILURES:
                 raise ValueError("cluster_failure=%r is not one of %s"
                                  % (cluster_failure, ", ".join(sorted(_FAILURES))))
@@ -396,29 +361,51 @@ class RateLimiter:
                     "cluster_nodes")
             set_opt(opts, lib.SW_OPT_CLUSTER_TIMEOUT_MS, seconds_to_ms(cluster_timeout, "cluster_timeout"),
                     "cluster_timeout")
+            set_opt(opts, lib.SW_OPT_CLUSTER_RETRY_MS, seconds_to_ms(cluster_retry, "cluster_retry"),
+                    "cluster_retry")
+            settings = _ClusterSettings(cluster, cluster_username, cluster_password, cluster_database,
+                                        int(get_opt(opts, lib.SW_OPT_CLUSTER_TIMEOUT_MS)))
+            resource = _resource_name(name)
+        elif cluster_password is not None or cluster_username is not None or cluster_database != 0:
+            raise TypeError("cluster_password, cluster_username and cluster_database need cluster=")
         root.capacity = capacity
         root.on_full = on_full
 
-        if segment is None:
-            p = ffi.new("sw_limiter **")
-            check(lib.sw_limiter_create(p, opts), "RateLimiter")
-            self._h = ffi.gc(p[0], lib.sw_limiter_free)
-        else:
+        # Every argument is checked before anything is made: the rule and the
+        # geometry by a limiter on the heap (a failure in sw_segment_open
+        # would otherwise come after the segment file exists), the cluster
+        # address by sw_cluster_create, the names here.
+        p = ffi.new("sw_limiter **")
+        check(lib.sw_limiter_create(p, opts), "RateLimiter")
+        heap = ffi.gc(p[0], lib.sw_limiter_free)
+        if segment is not None:
             self.name = name if name is not None else "default"
+            seg_name = to_bytes_name(segment, "segment")
+            bname = self.name.encode("utf-8")
+            if not 1 <= len(bname) <= lib.SW_NAME_MAX:
+                raise ArgumentError("name=%r is %d bytes: a name in a segment is 1..%d"
+                                    % (self.name, len(bname), lib.SW_NAME_MAX), lib.SW_ERANGE)
+        self._cluster: Optional[_Cluster] = None
+        if settings is not None:
+            self._cluster = _Cluster.get(settings, opts)
+
+        if segment is None:
+            self._h = heap
+        else:
+            heap = None
             root.prefix = self.name + ":"
             root.init_kwargs = init_kwargs
-            seg_name = to_bytes_name(segment, "segment")
             ps = ffi.new("sw_segment **")
             flags = lib.SW_SEGMENT_CREATE | (lib.SW_SEGMENT_RESET if reset else 0)
             check(lib.sw_segment_open(ps, seg_name, capacity, opts, flags), "segment %r" % (segment,))
+            # (When the C library says whether this open created the segment
+            # (sw_segment_created), a failure below unlinks what it created.)
             root.segment = ffi.gc(ps[0], lib.sw_segment_close)
             root.registry = keep_alive(lib.sw_segment_registry(root.segment), root.segment)
-            self._h = self._registry_get(self.name.encode("utf-8"), what="name")
+            self._h = self._registry_get(bname, what="name")
         root.members.append(self)
-        self._cluster: Optional[_Cluster] = None
-        if cluster is not None:
-            self._cluster = _Cluster.get(cluster, opts)
-            self._cluster.add(self._h, (self.name or "default").encode("utf-8"))
+        if self._cluster is not None:
+            self._cluster.add(self._h, resource)
 
     def lease_stats(self) -> Dict[str, int]:
         """The cluster lease of this limiter: calls, granted, tokens, up, ..."""

@@ -381,7 +381,7 @@ class Metric:
     # adding to the current window
     def _add(self, fn: Any, fn_at: Any, n: int, now: Optional[int], what: str) -> None:
         h = self._handle()
-        n = want_int(n, what, -(2**63), 2**63 - 1)
+        n = want_int(n, "n", -(2**63), 2**63 - 1)
         check(fn(h, n) if now is None else fn_at(h, want_now(now), n), what)
 
     def add_pass(self, n: int = 1, now: Optional[int] = None) -> None:
