@@ -108,7 +108,7 @@ static int serve(swctl *c, int argc, char **argv, int listen_too) {
                          SWCTL_WRITE_TIMEOUT_S};
   long long max_size = 50LL << 20, v = 0;
   int max_files = 6;
-  for (int i = 3; i < argc; i++) {
+  for (int i = 3; i < argc; i += 2) {
     const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
     if (val == NULL) return usage();
     if (strcmp(opt, "--listen") == 0)
@@ -134,7 +134,6 @@ static int serve(swctl *c, int argc, char **argv, int listen_too) {
       so.write_timeout_s = (unsigned)v;
     else
       return v < 0 ? 2 : usage();
-    i++;
   }
   if (!listen_too && dir == NULL) return usage();
   if (listen_too && !swctl_can_serve()) return swctl_serve(c, &so, &stop);

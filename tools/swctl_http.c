@@ -187,6 +187,11 @@ static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen
   return ok ? MHD_YES : MHD_NO;
 }
 
+/* The socket context of a connection that could not be tracked (no
+ * memory): counted, but not in the list (the library's idle timeout still
+ * closes it). A context still NULL at CLOSED was never STARTED. */
+static conn untracked;
+
 static void on_connection(void *cls, struct MHD_Connection *mc, void **ctx,
                           enum MHD_ConnectionNotificationCode what) {
   server *s = cls;
@@ -206,8 +211,8 @@ static void on_connection(void *cls, struct MHD_Connection *mc, void **ctx,
       if (s->conns) s->conns->prev = k;
       s->conns = k;
     } else {
-      free(k); /* untracked: the library's idle timeout still closes it */
-      k = NULL;
+      free(k);
+      k = &untracked;
     }
     pthread_mutex_unlock(&s->mu);
     *ctx = k;
@@ -215,15 +220,16 @@ static void on_connection(void *cls, struct MHD_Connection *mc, void **ctx,
     /* The library closes the socket only after this returns: holding mu,
      * the reaper never shuts down a descriptor that was reused. */
     conn *k = *ctx;
+    if (k == NULL) return;
     pthread_mutex_lock(&s->mu);
     s->open--;
-    if (k) {
+    if (k != &untracked) {
       if (k->prev) k->prev->next = k->next;
       else s->conns = k->next;
       if (k->next) k->next->prev = k->prev;
     }
     pthread_mutex_unlock(&s->mu);
-    free(k);
+    if (k != &untracked) free(k);
     *ctx = NULL;
   }
 }
@@ -318,6 +324,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
   const union MHD_ConnectionInfo *info =
       MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
   conn *k = info ? info->socket_context : NULL;
+  if (k == &untracked) k = NULL;
   int over = 0;
   if (k) {
     pthread_mutex_lock(&s->mu);
