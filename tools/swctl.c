@@ -13,9 +13,14 @@
  *   --app NAME           log file name: NAME-metrics.log (default: the segment's name)
  *   --log-max-size BYTES roll the log at this size (default 50 MiB)
  *   --log-max-files N    keep N files in all (default 6)
+ * Options of serve only (see docs/observability.md):
+ *   --max-connections N  connections open at once; more are closed (default 128)
+ *   --read-timeout S     a request must arrive within S seconds of the connection (10)
+ *   --write-timeout S    its reply must be taken within S seconds after (30)
  *
  * SEGMENT is a POSIX shared memory name (no '/') or a file path. swctl
  * attaches read-only: it never changes the segment. */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,63 +76,67 @@ static void dump(swctl *c) {
   free(b.data);
 }
 
-static void handler(swctl *c, const char *path, swctl_reply *out) {
-  const unsigned char *data;
-  size_t len;
-  out->status = 200;
-  if (strcmp(path, "/metrics") == 0) {
-    out->type = "text/plain; version=0.0.4; charset=utf-8";
-    swctl_prometheus(c, &out->body);
-  } else if (strcmp(path, "/api/series") == 0) {
-    out->type = "application/json";
-    swctl_api_series(c, &out->body);
-  } else if (swctl_asset(strcmp(path, "/") == 0 ? "/index.html" : path, &out->type, &data,
-                         &len)) {
-    swctl_printf(&out->body, "%.*s", (int)len, (const char *)data);
-  } else {
-    out->status = 404;
-    out->type = "text/plain; charset=utf-8";
-    swctl_printf(&out->body, "not found: %s\n", path);
-  }
-}
-
 static int usage(void) {
   fprintf(stderr, "usage: swctl list SEGMENT\n"
                   "       swctl top SEGMENT [SECONDS]\n"
                   "       swctl dump SEGMENT\n"
                   "       swctl serve SEGMENT [--listen HOST:PORT] [--seconds N] [--log-dir DIR]\n"
                   "                           [--app NAME] [--log-max-size BYTES] [--log-max-files N]\n"
+                  "                           [--max-connections N] [--read-timeout S]\n"
+                  "                           [--write-timeout S]\n"
                   "       swctl log SEGMENT --log-dir DIR [--app NAME] [--seconds N] ...\n"
                   "SEGMENT: a POSIX shared memory name (no '/') or a file path\n");
   return 2;
 }
 
+/* A whole number in lo..hi, or -1 with a message. */
+static long long number(const char *opt, const char *val, long long lo, long long hi) {
+  char *end;
+  errno = 0;
+  long long v = strtoll(val, &end, 10);
+  if (errno || end == val || *end || v < lo || v > hi) {
+    fprintf(stderr, "swctl: %s %s: want a whole number in %lld..%lld\n", opt, val, lo, hi);
+    return -1;
+  }
+  return v;
+}
+
 /* serve and log: the loop with an optional listener and an optional log. */
 static int serve(swctl *c, int argc, char **argv, int listen_too) {
-  const char *listen_addr = "127.0.0.1:9464", *dir = NULL, *app = c->segment_name;
-  long seconds = -1;
-  long long max_size = 50LL << 20;
+  const char *dir = NULL, *app = c->segment_name;
+  swctl_serve_opts so = {"127.0.0.1:9464", -1, SWCTL_MAX_CONNECTIONS, SWCTL_READ_TIMEOUT_S,
+                         SWCTL_WRITE_TIMEOUT_S};
+  long long max_size = 50LL << 20, v = 0;
   int max_files = 6;
-  for (int i = 3; i < argc; i++) {
+  for (int i = 3; i < argc; i += 2) {
     const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
     if (val == NULL) return usage();
     if (strcmp(opt, "--listen") == 0)
-      listen_addr = val;
-    else if (strcmp(opt, "--seconds") == 0)
-      seconds = atol(val);
+      so.listen = val;
     else if (strcmp(opt, "--log-dir") == 0)
       dir = val;
     else if (strcmp(opt, "--app") == 0)
       app = val;
-    else if (strcmp(opt, "--log-max-size") == 0)
-      max_size = atoll(val);
-    else if (strcmp(opt, "--log-max-files") == 0)
-      max_files = atoi(val);
+    else if (strcmp(opt, "--seconds") == 0 && (v = number(opt, val, 0, 1LL << 40)) >= 0)
+      so.seconds = (long)v;
+    else if (strcmp(opt, "--log-max-size") == 0 && (v = number(opt, val, 0, INT64_MAX)) >= 0)
+      max_size = v;
+    else if (strcmp(opt, "--log-max-files") == 0 && (v = number(opt, val, 0, 1000)) >= 0)
+      max_files = (int)v;
+    else if (listen_too && strcmp(opt, "--max-connections") == 0 &&
+             (v = number(opt, val, 1, 100000)) >= 0)
+      so.max_connections = (unsigned)v;
+    else if (listen_too && strcmp(opt, "--read-timeout") == 0 &&
+             (v = number(opt, val, 1, 86400)) >= 0)
+      so.read_timeout_s = (unsigned)v;
+    else if (listen_too && strcmp(opt, "--write-timeout") == 0 &&
+             (v = number(opt, val, 1, 86400)) >= 0)
+      so.write_timeout_s = (unsigned)v;
     else
-      return usage();
-    i++;
+      return v < 0 ? 2 : usage();
   }
   if (!listen_too && dir == NULL) return usage();
+  if (listen_too && !swctl_can_serve()) return swctl_serve(c, &so, &stop);
   swctl_log log;
   if (dir) {
     if (swctl_log_open(&log, dir, app, max_size, max_files) < 0) return 2;
@@ -137,8 +146,7 @@ static int serve(swctl *c, int argc, char **argv, int listen_too) {
   signal(SIGINT, on_signal);
   signal(SIGTERM, on_signal);
   signal(SIGPIPE, SIG_IGN);
-  int rc = listen_too ? swctl_serve(c, listen_addr, seconds, handler, &stop)
-                      : swctl_run(c, seconds, &stop);
+  int rc = listen_too ? swctl_serve(c, &so, &stop) : swctl_run(c, so.seconds, &stop, NULL, NULL);
   if (dir) swctl_log_close(&log);
   return rc;
 }

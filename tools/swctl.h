@@ -1,10 +1,15 @@
-/* swctl's parts: reading a segment (swctl_collect.c), the HTTP server
- * (swctl_http.c), the Prometheus exposition (swctl_prom.c), Sentinel's
- * metric log (swctl_log.c) and the dashboard (swctl_dashboard.c, serving
- * tools/dashboard/, compiled in). */
+/* swctl's parts: reading a segment and the poll loop (swctl_collect.c),
+ * the HTTP server on libmicrohttpd (swctl_http.c), the Prometheus
+ * exposition (swctl_prom.c), Sentinel's metric log (swctl_log.c) and the
+ * dashboard (swctl_dashboard.c, serving tools/dashboard/, compiled in).
+ *
+ * Threads: the main thread polls the segment and writes the metric log;
+ * swctl serve's HTTP thread only reads what the last poll left, under
+ * swctl.lock (the poll holds it for writing, never while writing the log). */
 #ifndef SWCTL_H
 #define SWCTL_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -41,6 +46,13 @@ typedef struct swctl {
   /* each whole second folded in is handed to this (the metric log) */
   void (*on_second)(void *user, const swctl_resource *r, const swctl_second *s);
   void *on_second_user;
+  /* swctl_run: when set, each poll holds it for writing; generation counts
+   * the polls (readers cache what they render per generation) */
+  pthread_rwlock_t *lock;
+  uint64_t generation;
+  /* the seconds a poll folded in, handed to on_second after the lock */
+  struct swctl_pending *pending;
+  int npending, cappending;
 } swctl;
 
 const char *swctl_rule_name(int64_t grade, int64_t behavior);
@@ -50,6 +62,11 @@ int swctl_open(swctl *c, const char *segment);
 void swctl_close(swctl *c);
 /* Read every resource: gauges now, and the whole seconds not seen yet. */
 int swctl_poll(swctl *c);
+/* Poll once a second until *stop, or for seconds (< 0: forever), calling
+ * tick(user) about every 100 ms in between (tick may be NULL). Each poll
+ * holds c->lock (when set) for writing; on_second runs after it is
+ * released, so a slow metric log never holds up a reader. */
+int swctl_run(swctl *c, long seconds, volatile int *stop, void (*tick)(void *user), void *user);
 
 /* Growing text buffer for replies. */
 typedef struct swctl_buf {
@@ -57,20 +74,26 @@ typedef struct swctl_buf {
   size_t len, cap;
 } swctl_buf;
 void swctl_printf(swctl_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void swctl_append(swctl_buf *b, const char *s, size_t n);
 void swctl_json_str(swctl_buf *b, const char *s);
 
-/* swctl_http.c: serve until *stop, or for seconds (< 0: forever); polls the
- * segment every second. */
-typedef struct swctl_reply {
-  int status;
-  const char *type;
-  swctl_buf body;
-} swctl_reply;
-typedef void (*swctl_handler)(swctl *c, const char *path, swctl_reply *out);
-int swctl_serve(swctl *c, const char *listen, long seconds, swctl_handler handler,
-                volatile int *stop);
-/* Run the poll loop without a listener (the metric log alone). */
-int swctl_run(swctl *c, long seconds, volatile int *stop);
+/* swctl_http.c: serve /metrics, /api/series and the dashboard while
+ * swctl_run polls, until *stop or for seconds (< 0: forever). Returns the
+ * exit status: 0, or 1 with a message on stderr (a bad address, or a swctl
+ * built without libmicrohttpd). */
+typedef struct swctl_serve_opts {
+  const char *listen;        /* "host:port", host an IP address */
+  long seconds;              /* < 0: until *stop */
+  unsigned max_connections;  /* open at once; more are closed at accept */
+  unsigned read_timeout_s;   /* a request must have arrived by then */
+  unsigned write_timeout_s;  /* its reply must have been taken by then */
+} swctl_serve_opts;
+#define SWCTL_MAX_CONNECTIONS 128
+#define SWCTL_READ_TIMEOUT_S 10
+#define SWCTL_WRITE_TIMEOUT_S 30
+int swctl_serve(swctl *c, const swctl_serve_opts *o, volatile int *stop);
+/* 1 when this swctl can serve HTTP (built with libmicrohttpd). */
+int swctl_can_serve(void);
 
 /* swctl_prom.c */
 void swctl_prometheus(swctl *c, swctl_buf *b);

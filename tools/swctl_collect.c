@@ -1,5 +1,6 @@
 /* Reading a segment: gauges of every resource, and each whole second of its
- * per-minute array folded once into totals and a short history. */
+ * per-minute array folded once into totals and a short history; and the
+ * loop that does it once a second. */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,18 +36,33 @@ void swctl_printf(swctl_buf *b, const char *fmt, ...) {
   }
 }
 
-void swctl_json_str(swctl_buf *b, const char *s) {
-  swctl_printf(b, "\"");
-  for (; *s; s++) {
-    unsigned char ch = (unsigned char)*s;
-    if (ch == '"' || ch == '\\')
-      swctl_printf(b, "\\%c", ch);
-    else if (ch < 0x20)
-      swctl_printf(b, "\\u%04x", ch);
-    else
-      swctl_printf(b, "%c", ch);
+void swctl_append(swctl_buf *b, const char *s, size_t n) {
+  if (b->cap - b->len <= n) {
+    size_t cap = b->cap ? b->cap * 2 : 4096;
+    while (cap <= b->len + n) cap *= 2;
+    char *d = realloc(b->data, cap);
+    if (d == NULL) return;
+    b->data = d;
+    b->cap = cap;
   }
-  swctl_printf(b, "\"");
+  memcpy(b->data + b->len, s, n);
+  b->len += n;
+  b->data[b->len] = '\0';
+}
+
+void swctl_json_str(swctl_buf *b, const char *s) {
+  swctl_append(b, "\"", 1);
+  while (*s) {
+    size_t run = 0; /* characters that need no escape, copied at once */
+    while (s[run] && s[run] != '"' && s[run] != '\\' && (unsigned char)s[run] >= 0x20) run++;
+    swctl_append(b, s, run);
+    s += run;
+    if (*s == '"' || *s == '\\')
+      swctl_printf(b, "\\%c", *s++);
+    else if (*s)
+      swctl_printf(b, "\\u%04x", (unsigned char)*s++);
+  }
+  swctl_append(b, "\"", 1);
 }
 
 int swctl_open(swctl *c, const char *segment) {
@@ -58,7 +74,27 @@ int swctl_open(swctl *c, const char *segment) {
 void swctl_close(swctl *c) {
   sw_segment_close(c->seg);
   free(c->res);
+  free(c->pending);
   memset(c, 0, sizeof *c);
+}
+
+/* A second folded in by a poll, for on_second once the poll is over. */
+struct swctl_pending {
+  int res;
+  swctl_second s;
+};
+
+static void pend(swctl *c, int res, const swctl_second *s) {
+  if (c->npending == c->cappending) {
+    int cap = c->cappending ? c->cappending * 2 : 256;
+    struct swctl_pending *p = realloc(c->pending, (size_t)cap * sizeof *p);
+    if (p == NULL) return; /* the line is lost, the totals are not */
+    c->pending = p;
+    c->cappending = cap;
+  }
+  c->pending[c->npending].res = res;
+  c->pending[c->npending].s = *s;
+  c->npending++;
 }
 
 static void swctl_gauges(swctl_resource *r, int64_t t) {
@@ -127,9 +163,41 @@ int swctl_poll(swctl *c) {
       s->unix_ms = (m->start_ms + c->wall_offset + 500) / 1000 * 1000;
       s->rec = *m;
       s->concurrency = r->concurrency;
-      if (c->on_second) c->on_second(c->on_second_user, r, s);
+      if (c->on_second) pend(c, (int)i, s);
     }
   }
   c->nres = (int)count;
   return SW_OK;
+}
+
+static int64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int swctl_run(swctl *c, long seconds, volatile int *stop, void (*tick)(void *user), void *user) {
+  int64_t end = seconds < 0 ? INT64_MAX : mono_ms() + seconds * 1000, next_poll = 0;
+  while (!*stop && mono_ms() < end) {
+    int64_t now = mono_ms();
+    if (now >= next_poll) {
+      if (c->lock) pthread_rwlock_wrlock(c->lock);
+      swctl_poll(c);
+      c->generation++;
+      if (c->lock) pthread_rwlock_unlock(c->lock);
+      /* Only this thread changes c->res: it stays valid without the lock. */
+      for (int k = 0; k < c->npending; k++)
+        c->on_second(c->on_second_user, &c->res[c->pending[k].res], &c->pending[k].s);
+      c->npending = 0;
+      next_poll = now + 1000;
+    }
+    if (tick) tick(user);
+    int64_t wait = next_poll - mono_ms(), left = end - mono_ms();
+    if (wait > left) wait = left;
+    if (tick && wait > 100) wait = 100;
+    if (wait <= 0) continue;
+    struct timespec ts = {wait / 1000, (wait % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+  }
+  return 0;
 }

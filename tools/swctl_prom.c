@@ -1,28 +1,32 @@
 /* The Prometheus text exposition (format 0.0.4) of a segment: counters of
  * what swctl has seen since it started (whole seconds, folded once), and
  * gauges read now. Base units: seconds. */
+#include <string.h>
+
 #include "swctl.h"
 
 /* A label value: backslash, quote and newline escaped. */
 static void escaped(swctl_buf *b, const char *s) {
-  for (; *s; s++) {
-    if (*s == '\\' || *s == '"')
+  while (*s) {
+    size_t run = strcspn(s, "\\\"\n"); /* copied at once */
+    swctl_append(b, s, run);
+    s += run;
+    if (*s == '\n')
+      swctl_append(b, "\\n", 2);
+    else if (*s)
       swctl_printf(b, "\\%c", *s);
-    else if (*s == '\n')
-      swctl_printf(b, "\\n");
-    else
-      swctl_printf(b, "%c", *s);
+    if (*s) s++;
   }
 }
 
 static void label(swctl_buf *b, const char *segment, const char *resource) {
-  swctl_printf(b, "{segment=\"");
+  swctl_append(b, "{segment=\"", 10);
   escaped(b, segment);
   if (resource) {
-    swctl_printf(b, "\",resource=\"");
+    swctl_append(b, "\",resource=\"", 12);
     escaped(b, resource);
   }
-  swctl_printf(b, "\"}");
+  swctl_append(b, "\"}", 2);
 }
 
 typedef enum { COUNTER, GAUGE } kind;
@@ -79,7 +83,7 @@ void swctl_prometheus(swctl *c, swctl_buf *b) {
     for (int i = 0; i < c->nres; i++) {
       const swctl_resource *r = &c->res[i];
       if (r->lim == NULL) continue;
-      swctl_printf(b, "%s", fa->name);
+      swctl_append(b, fa->name, strlen(fa->name));
       label(b, c->segment_name, r->name);
       swctl_printf(b, " %.17g\n", fa->value(r));
     }

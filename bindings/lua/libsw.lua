@@ -12,14 +12,22 @@
 -- library namespace and one reused sw_decision in upvalues, and return
 -- nothing straight from a C call, so LuaJIT compiles them into traces.
 --
+-- Errors are returned, never raised: every public function answers a bad
+-- argument (a wrong type, a fraction where a whole number is due, NaN, a
+-- value out of range) with nil, a message naming the argument and the value
+-- passed ("SW_ERANGE: n=1.5 is not an integer"), and the negative sw_err
+-- code (docs/openresty.md, "Errors"). Only errors raised by the caller's
+-- own functions (clock, key_name) propagate.
+--
 -- Works in plain LuaJIT and in OpenResty (resty.libsw builds on it).
 
 local ffi = require "ffi"
 
-local type, tostring, tonumber, setmetatable, pairs, ipairs, pcall =
-  type, tostring, tonumber, setmetatable, pairs, ipairs, pcall
+local type, tostring, tonumber, setmetatable, getmetatable, pairs, ipairs, pcall =
+  type, tostring, tonumber, setmetatable, getmetatable, pairs, ipairs, pcall
 local floor, huge = math.floor, math.huge
-local ffi_string, ffi_new, ffi_gc = ffi.string, ffi.new, ffi.gc
+local format, find = string.format, string.find
+local ffi_string, ffi_new, ffi_gc, ffi_istype = ffi.string, ffi.new, ffi.gc, ffi.istype
 
 -- --------------------------------------------------------------- C declarations
 -- All declarations the bindings use, in one place, copied from <sw/sw.h>
@@ -63,6 +71,7 @@ int sw_options_set(sw_options *opts, sw_option key, int64_t value);
 int sw_options_set_double(sw_options *opts, sw_option key, double value);
 int sw_options_get(const sw_options *opts, sw_option key, int64_t *value);
 int sw_options_get_double(const sw_options *opts, sw_option key, double *value);
+int sw_option_bounds(sw_option key, double *min, double *max, double *def);
 
 typedef struct sw_metric sw_metric;
 int64_t sw_metric_pass_at(const sw_metric *m, int64_t t);
@@ -196,6 +205,72 @@ local FAILURE_NAMES = { [0] = "local", "open", "closed" }
 
 local ABI_MAJOR = 0 -- the major version of libsw this binding was written for
 
+-- ------------------------------------------------------- checking arguments
+
+local ERR_NAMES = {} -- code -> "SW_EINVAL"
+for k, v in pairs(M) do
+  if type(v) == "number" and k:match("^E%u+$") then ERR_NAMES[v] = "SW_" .. k end
+end
+
+-- A value as messages show it: numbers as written (1.5, 1e+30, nan, inf),
+-- strings quoted (cut at 40 bytes), anything else by its type.
+local function show(v)
+  local t = type(v)
+  if t == "number" then
+    if v ~= v then return "nan" end
+    if v == huge then return "inf" end
+    if v == -huge then return "-inf" end
+    local s = format("%.14g", v)
+    if tonumber(s) ~= v then s = format("%.17g", v) end
+    return s
+  elseif t == "string" then
+    if #v > 40 then return format("%q", v:sub(1, 40)) .. "..." end
+    return format("%q", v)
+  elseif t == "boolean" or t == "nil" then
+    return tostring(v)
+  end
+  return "a " .. t
+end
+M._show = show -- for resty.libsw's messages (not part of the API)
+
+-- nil, "SW_X: msg", code: what every public function returns on error
+local function fail(code, msg)
+  return nil, ERR_NAMES[code] .. ": " .. msg, code
+end
+
+-- v when it is a whole number in lo..hi, else nil, message, code
+local function whole(v, name, lo, hi)
+  if type(v) ~= "number" then
+    return fail(M.EINVAL, name .. " must be a whole number, not " .. show(v))
+  end
+  if v ~= v then return fail(M.ERANGE, name .. "=nan is not a number") end
+  if not (v >= lo and v <= hi) then
+    return fail(M.ERANGE, format("%s=%s is outside %s..%s", name, show(v), show(lo), show(hi)))
+  end
+  if v ~= floor(v) then return fail(M.ERANGE, name .. "=" .. show(v) .. " is not an integer") end
+  return v
+end
+
+-- true when v is nil, true or false, else nil, message, code
+local function boolean(v, name)
+  if v == nil or v == true or v == false then return true end
+  return fail(M.EINVAL, name .. " must be true or false, not " .. show(v))
+end
+
+-- true when v is a string without NUL (C would see it cut at the NUL)
+local function c_string(v, name)
+  if type(v) ~= "string" then return fail(M.EINVAL, name .. " must be a string, not " .. show(v)) end
+  if find(v, "\0", 1, true) then
+    return fail(M.EINVAL, name .. " " .. show(v) .. " holds a NUL byte")
+  end
+  return true
+end
+
+local N_MAX = 2147483647      -- entry / exit n: 0..INT32_MAX (sw_limiter_entry)
+local RT_MAX_MS = 2147483647  -- exit rt: 0..INT32_MAX ms
+local T_MAX = 2 ^ 62          -- times: 0..2^62 ms (int64, with room for arithmetic)
+local INT_MIN, INT_MAX = -2147483648, 2147483647
+
 -- ------------------------------------------------------------ finding the .so
 
 local function file_exists(path)
@@ -207,11 +282,12 @@ end
 -- Where libsw.so is: the explicit path, else $SW_LIB, else package.cpath
 -- ("libsw" substituted for '?'), else the usual library directories. Never a
 -- bare ffi.load("sw"): the dynamic loader's search would silently pick
--- whatever libsw is installed. Returns the path, or nil and where it looked.
+-- whatever libsw is installed. Returns the path, or nil, where it looked and
+-- libsw.ENOTFOUND.
 local function find_library(path)
   if path ~= nil then
-    if type(path) ~= "string" or path == "" then
-      return nil, "libsw: the library path must be a non-empty string"
+    if type(path) ~= "string" or path == "" or find(path, "\0", 1, true) then
+      return nil, "libsw: the library path must be a non-empty string, not " .. show(path), M.EINVAL
     end
     return path
   end
@@ -231,7 +307,7 @@ local function find_library(path)
   end
   return nil, "libsw: libsw.so not found (set SW_LIB to its full path, call "
     .. "require('libsw').load(path), or add its directory to package.cpath):"
-    .. table.concat(tried)
+    .. table.concat(tried), M.ENOTFOUND
 end
 M.find_library = find_library
 
@@ -254,8 +330,10 @@ local function build(C, path)
   local dec = ffi_new("sw_decision")
   local out_lim = ffi_new("sw_limiter *[1]")
   local out_name = ffi_new("const char *[1]")
-  local i64 = ffi_new("int64_t[1]")
   local dbl = ffi_new("double[1]")
+  local bound_lo, bound_hi = ffi_new("double[1]"), ffi_new("double[1]")
+  local limiter_ptr = ffi.typeof("sw_limiter *")
+  local lease_call_t = ffi.typeof("sw_lease_call")
 
   api.path = path
   api.C = C
@@ -271,42 +349,61 @@ local function build(C, path)
     return tonumber(t)
   end
   function api.strerror(code)
+    local ok, err, ecode = whole(code, "code", INT_MIN, INT_MAX)
+    if not ok then return nil, err, ecode end
     return ffi_string(C.sw_strerror(code))
   end
   function api.err_name(code)
+    local ok, err, ecode = whole(code, "code", INT_MIN, INT_MAX)
+    if not ok then return nil, err, ecode end
     return ffi_string(C.sw_err_name(code))
   end
   function api.last_error()
     return ffi_string(C.sw_last_error())
   end
   function api.clock_use(coarse)
+    local ok, err, code = boolean(coarse, "coarse")
+    if not ok then return nil, err, code end
     local rc = C.sw_clock_use(coarse and 1 or 0)
     if rc ~= 0 then return nil, errmsg(rc), rc end
     return true
   end
   function api.unlink_segment(name)
-    if type(name) ~= "string" then return nil, "segment name must be a string" end
+    local ok, err, code = c_string(name, "segment name")
+    if not ok then return nil, err, code end
     local rc = C.sw_segment_unlink(name)
     if rc ~= 0 then return nil, errmsg(rc), rc end
     return true
   end
 
-  -- user / group name (or number) -> id, for segment ownership
+  -- user / group name (or id) -> uid, gid (-1: not given), for segment
+  -- ownership; nil, message, code for an unknown or a bad one
   function api.user_ids(user, group)
     local uid, gid
+    local ok, err, code
     if type(user) == "number" then
-      uid = user
+      uid, err, code = whole(user, "user", 0, INT_MAX)
+      if not uid then return nil, err, code end
     elseif type(user) == "string" then
+      ok, err, code = c_string(user, "user")
+      if not ok then return nil, err, code end
       local pw = ffi.C.getpwnam(user)
-      if pw == nil then return nil, "no such user: " .. user end
+      if pw == nil then return fail(M.ENOTFOUND, "no such user: " .. user) end
       uid, gid = tonumber(pw.pw_uid), tonumber(pw.pw_gid)
+    elseif user ~= nil then
+      return fail(M.EINVAL, "user must be a name or a uid, not " .. show(user))
     end
     if type(group) == "number" then
-      gid = group
+      gid, err, code = whole(group, "group", 0, INT_MAX)
+      if not gid then return nil, err, code end
     elseif type(group) == "string" then
+      ok, err, code = c_string(group, "group")
+      if not ok then return nil, err, code end
       local gr = ffi.C.getgrnam(group)
-      if gr == nil then return nil, "no such group: " .. group end
+      if gr == nil then return fail(M.ENOTFOUND, "no such group: " .. group) end
       gid = tonumber(gr.gr_gid)
+    elseif group ~= nil then
+      return fail(M.EINVAL, "group must be a name or a gid, not " .. show(group))
     end
     return uid or -1, gid or -1
   end
@@ -319,71 +416,106 @@ local function build(C, path)
 
   -- ----------------------------------------------------------- options
 
+  -- The C value of a numeric option given in Lua as v (seconds when scale
+  -- is 1000, rounded to ms), checked against the library's bounds (and
+  -- against fractions, unless real): messages name the Lua option and the
+  -- value passed, in the option's own unit.
+  local function option_number(v, name, key, scale, real)
+    if type(v) ~= "number" then
+      return fail(M.EINVAL, name .. " must be a number" .. (scale == 1000 and " of seconds" or "")
+        .. ", not " .. show(v))
+    end
+    if v ~= v then return fail(M.ERANGE, name .. "=nan is not a number") end
+    C.sw_option_bounds(key, bound_lo, bound_hi, nil)
+    local lo, hi = bound_lo[0], bound_hi[0]
+    local cv = scale == 1 and v or floor(v * scale + 0.5)
+    if not (cv >= lo and cv <= hi) then
+      return fail(M.ERANGE, format("%s=%s is outside %s..%s%s", name, show(v), show(lo / scale),
+        show(hi / scale), scale == 1000 and " seconds" or ""))
+    end
+    if not real and cv ~= floor(cv) then
+      return fail(M.ERANGE, name .. "=" .. show(v) .. " is not an integer")
+    end
+    return cv
+  end
+
   -- Lua options -> the rule and geometry, as a plain table of sw_option
-  -- values (numbers), validated for Lua types here and for ranges by C.
+  -- values (numbers), every value checked here (types, fractions, bounds)
+  -- and the combinations by C. nil, message, code for a bad one.
+  local RULE_NUMBERS = { -- Lua name, C key, scale, field of r
+    { "max_queue", C.SW_OPT_MAX_QUEUE_MS, 1000, "max_queue_ms" },
+    { "warm_up", C.SW_OPT_WARM_UP_SEC, 1, "warm_up_sec" },
+    { "cold_factor", C.SW_OPT_COLD_FACTOR, 1, "cold_factor" },
+  }
+  local CLUSTER_NUMBERS = {
+    lease = { C.SW_OPT_CLUSTER_LEASE, 1 }, nodes = { C.SW_OPT_CLUSTER_NODES, 1 },
+    timeout = { C.SW_OPT_CLUSTER_TIMEOUT_MS, 1000 }, retry = { C.SW_OPT_CLUSTER_RETRY_MS, 1000 },
+    low_water_pct = { C.SW_OPT_CLUSTER_LOW_WATER_PCT, 1 },
+  }
   local function rule_of(o)
     local r = {}
     local qps, conc = o.qps, o.concurrency
+    local ok, err, code
     if qps ~= nil and conc ~= nil then
-      return nil, "give either qps or concurrency, not both"
+      return fail(M.EINVAL, "give either qps or concurrency, not both")
     end
     if qps ~= nil then
-      if type(qps) ~= "number" then return nil, "qps must be a number" end
-      r.grade, r.threshold = 1, qps
+      r.grade = 1
+      r.threshold, err, code = option_number(qps, "qps", C.SW_OPT_THRESHOLD, 1, true)
     elseif conc ~= nil then
-      if type(conc) ~= "number" then return nil, "concurrency must be a number" end
-      r.grade, r.threshold = 0, conc
+      r.grade = 0
+      r.threshold, err, code = option_number(conc, "concurrency", C.SW_OPT_THRESHOLD, 1, true)
     else
-      return nil, "a limiter needs qps = N or concurrency = N"
+      return fail(M.EINVAL, "a limiter needs qps = N or concurrency = N")
     end
+    if r.threshold == nil then return nil, err, code end
     local b = o.behavior
     if b == nil then
       r.behavior = 0
     elseif type(b) == "number" then
-      r.behavior = b
+      r.behavior, err, code = option_number(b, "behavior", C.SW_OPT_BEHAVIOR, 1)
+      if r.behavior == nil then return nil, err, code end
     else
       r.behavior = BEHAVIORS[b]
       if r.behavior == nil then
-        return nil, "behavior must be reject, pacing, warm_up or warm_up_pacing, not "
-          .. tostring(b)
+        return fail(M.EINVAL, "behavior must be reject, pacing, warm_up or warm_up_pacing, not "
+          .. show(b))
       end
     end
-    if o.max_queue ~= nil then
-      if type(o.max_queue) ~= "number" then return nil, "max_queue must be seconds" end
-      r.max_queue_ms = floor(o.max_queue * 1000 + 0.5)
+    for _, n in ipairs(RULE_NUMBERS) do
+      local v = o[n[1]]
+      if v ~= nil then
+        r[n[4]], err, code = option_number(v, n[1], n[2], n[3])
+        if r[n[4]] == nil then return nil, err, code end
+      end
     end
-    if o.warm_up ~= nil then
-      if type(o.warm_up) ~= "number" then return nil, "warm_up must be seconds" end
-      r.warm_up_sec = o.warm_up
+    for _, k in ipairs { "strict", "dry_run" } do
+      ok, err, code = boolean(o[k], k)
+      if not ok then return nil, err, code end
+      if o[k] ~= nil then r[k] = o[k] and 1 or 0 end
     end
-    if o.cold_factor ~= nil then
-      if type(o.cold_factor) ~= "number" then return nil, "cold_factor must be a number" end
-      r.cold_factor = o.cold_factor
-    end
-    if o.strict ~= nil then r.strict = o.strict and 1 or 0 end
-    if o.dry_run ~= nil then r.dry_run = o.dry_run and 1 or 0 end
     local c = o.cluster
     if c ~= nil and c ~= false then
       if c ~= true and type(c) ~= "table" then
-        return nil, "cluster must be true or a table of cluster options"
+        return fail(M.EINVAL, "cluster must be true or a table of cluster options, not " .. show(c))
       end
       r.cluster = 1
       if type(c) == "table" then
         for k, v in pairs(c) do
           local key = CLUSTER_KEYS[k]
           if key == nil then
-            if not CLUSTER_OTHER[k] then return nil, "unknown cluster option " .. tostring(k) end
+            if not CLUSTER_OTHER[k] then
+              return fail(M.EINVAL, "unknown cluster option " .. tostring(k))
+            end
           elseif k == "failure" then
             r.cluster_failure = FAILURES[v]
             if r.cluster_failure == nil then
-              return nil, "cluster failure must be local, open or closed, not " .. tostring(v)
+              return fail(M.EINVAL, "cluster failure must be local, open or closed, not " .. show(v))
             end
-          elseif type(v) ~= "number" then
-            return nil, "cluster " .. k .. " must be a number"
-          elseif k == "timeout" or k == "retry" then
-            r[key] = floor(v * 1000 + 0.5)
           else
-            r[key] = v
+            local n = CLUSTER_NUMBERS[k]
+            r[key], err, code = option_number(v, "cluster." .. k, n[1], n[2])
+            if r[key] == nil then return nil, err, code end
           end
         end
       end
@@ -403,39 +535,33 @@ local function build(C, path)
     { "cluster_low_water_pct", C.SW_OPT_CLUSTER_LOW_WATER_PCT },
   }
 
-  local function seconds_to_ms(v, name)
-    if type(v) ~= "number" then return nil, name .. " must be a number of seconds" end
-    return floor(v * 1000 + 0.5)
-  end
-
   -- geometry options: interval (s), windows, minute_interval (s),
-  -- minute_windows, occupy_timeout (s), stripes, max_rt (s)
+  -- minute_windows, occupy_timeout (s), stripes, max_rt (s); of a segment:
+  -- mode, uid, gid (user / group are turned into uid / gid by the caller)
+  local GEOMETRY_NUMBERS = { -- Lua name, C key, scale, field of g
+    { "interval", C.SW_OPT_SECOND_INTERVAL_MS, 1000, "second_interval_ms" },
+    { "windows", C.SW_OPT_SECOND_SAMPLE_COUNT, 1, "second_sample_count" },
+    { "minute_interval", C.SW_OPT_MINUTE_INTERVAL_MS, 1000, "minute_interval_ms" },
+    { "minute_windows", C.SW_OPT_MINUTE_SAMPLE_COUNT, 1, "minute_sample_count" },
+    { "occupy_timeout", C.SW_OPT_OCCUPY_TIMEOUT_MS, 1000, "occupy_timeout_ms" },
+    { "stripes", C.SW_OPT_STRIPES, 1, "stripes" },
+    { "max_rt", C.SW_OPT_MAX_RT_MS, 1000, "max_rt_ms" },
+    { "mode", C.SW_OPT_SEGMENT_MODE, 1, "segment_mode" },
+    { "uid", C.SW_OPT_SEGMENT_UID, 1, "segment_uid" },
+    { "gid", C.SW_OPT_SEGMENT_GID, 1, "segment_gid" },
+  }
   local function geometry_of(o)
     local g = {}
-    local err
-    if o.interval ~= nil then
-      g.second_interval_ms, err = seconds_to_ms(o.interval, "interval")
-      if not g.second_interval_ms then return nil, err end
+    local err, code
+    for _, n in ipairs(GEOMETRY_NUMBERS) do
+      local v = o[n[1]]
+      if v ~= nil then
+        g[n[4]], err, code = option_number(v, n[1], n[2], n[3])
+        if g[n[4]] == nil then return nil, err, code end
+      end
     end
-    if o.windows ~= nil then g.second_sample_count = o.windows end
-    if o.minute_interval ~= nil then
-      g.minute_interval_ms, err = seconds_to_ms(o.minute_interval, "minute_interval")
-      if not g.minute_interval_ms then return nil, err end
-    end
-    if o.minute_windows ~= nil then g.minute_sample_count = o.minute_windows end
-    if o.occupy_timeout ~= nil then
-      g.occupy_timeout_ms, err = seconds_to_ms(o.occupy_timeout, "occupy_timeout")
-      if not g.occupy_timeout_ms then return nil, err end
-    elseif g.second_interval_ms and g.second_interval_ms < 500 then
+    if o.occupy_timeout == nil and g.second_interval_ms and g.second_interval_ms < 500 then
       g.occupy_timeout_ms = g.second_interval_ms -- the default 500 must fit
-    end
-    if o.stripes ~= nil then g.stripes = o.stripes end
-    if o.max_rt ~= nil then
-      g.max_rt_ms, err = seconds_to_ms(o.max_rt, "max_rt")
-      if not g.max_rt_ms then return nil, err end
-    end
-    for k, v in pairs(g) do
-      if type(v) ~= "number" then return nil, k .. " must be a number" end
     end
     return g
   end
@@ -501,11 +627,44 @@ local function build(C, path)
     elseif self._reg ~= nil then
       rc = C.sw_registry_set_rule(self._reg, opts)
     else
-      return nil, "limiter is closed", M.ESTATE
+      return fail(M.ESTATE, "limiter is closed")
     end
     if rc ~= 0 then return nil, errmsg(rc), rc end
     self._opts = opts
     return true
+  end
+
+  -- self is a limiter (a method called with '.' instead of ':' gets a
+  -- message, not a Lua error)
+  local function bad_self(method)
+    return fail(M.EINVAL, method .. ": call it as lim:" .. method .. "(...)")
+  end
+
+  -- The registry name of key: the key itself (a string, or a number),
+  -- or what key_name(key) returns; nil, message, code for a bad key.
+  local function name_of(self, key)
+    if key == nil then
+      return fail(M.EINVAL, "this limiter holds many keys (capacity " .. self.capacity
+        .. "): entry/exit/stats need a key")
+    end
+    local name, err = key, nil
+    local key_name = self._key_name
+    if key_name then
+      name, err = key_name(key)
+      if type(name) ~= "string" then
+        if err ~= nil then return nil, tostring(err), M.EINVAL end
+        return fail(M.EINVAL, "key_name gave no name for key " .. show(key))
+      end
+    elseif type(key) == "number" then
+      if key ~= key then return fail(M.EINVAL, "key must be a string or a number, not nan") end
+      name = tostring(key)
+    elseif type(key) ~= "string" then
+      return fail(M.EINVAL, "key must be a string or a number, not " .. show(key))
+    end
+    if find(name, "\0", 1, true) then
+      return fail(M.EINVAL, "key " .. show(key) .. " holds a NUL byte")
+    end
+    return name
   end
 
   -- The limiter of key in a registry-backed limiter, created on first use
@@ -513,21 +672,9 @@ local function build(C, path)
   -- entries than the registry has names).
   local function lookup(self, key)
     local cache = self._cache
-    if cache == nil then return nil, "limiter is closed", M.ESTATE end
-    if key == nil then
-      return nil, "this limiter holds many keys (capacity " .. self.capacity
-        .. "): entry/exit/stats need a key", M.EINVAL
-    end
-    local name = key
-    local key_name = self._key_name
-    if key_name then
-      local err
-      name, err = key_name(key)
-      if type(name) ~= "string" then return nil, err or "key has no name", M.EINVAL end
-    elseif type(key) ~= "string" then
-      if type(key) ~= "number" then return nil, "key must be a string", M.EINVAL end
-      name = tostring(key)
-    end
+    if cache == nil then return fail(M.ESTATE, "limiter is closed") end
+    local name, err, code = name_of(self, key)
+    if name == nil then return nil, err, code end
     local rc = C.sw_registry_get(self._reg, name, out_lim)
     if rc ~= 0 then return nil, errmsg(rc), rc end
     local l = out_lim[0]
@@ -538,6 +685,7 @@ local function build(C, path)
   -- The sw_limiter handle of key (the single limiter when there are no
   -- keys), created on first use; for entry_handle / exit_handle.
   local function handle(self, key)
+    if type(self) ~= "table" then return bad_self("handle") end
     local l = self._l
     if l == nil then
       local cache = self._cache
@@ -548,17 +696,56 @@ local function build(C, path)
   end
   Limiter.handle = handle
 
+  -- Checks of the hot path's arguments. Each hot function tests its
+  -- arguments with comparisons the JIT compiles into guards and calls one
+  -- of these only when a test fails: they build the message.
+  local function bad_n(n)
+    return whole(n, "n", 0, N_MAX)
+  end
+  local function bad_flag(v, name)
+    return fail(M.EINVAL, name .. " must be true or false, not " .. show(v))
+  end
+  local function bad_time(t, what) -- what: "clock()" or an argument's name
+    local got = what == "clock()" and "clock() returned " or what .. "="
+    if type(t) ~= "number" then
+      return fail(M.EINVAL, got .. show(t) .. ": want milliseconds (a number)")
+    end
+    if t ~= t then return fail(M.ETIME, got .. "nan: want milliseconds, not NaN") end
+    return fail(M.ETIME, got .. show(t) .. ": want milliseconds in 0..2^62")
+  end
+  local function bad_rt(rt)
+    if type(rt) ~= "number" then
+      return fail(M.EINVAL, "rt must be a number of seconds, not " .. show(rt))
+    end
+    if rt ~= rt then return fail(M.ERANGE, "rt=nan is not a number") end
+    return fail(M.ERANGE, "rt=" .. show(rt) .. " is outside 0..2147483.647 seconds")
+  end
+  local function bad_handle(l)
+    return fail(M.EINVAL, "the handle must be a sw_limiter * (lim:handle(key)), not " .. show(l))
+  end
+
   -- Decide an entry on handle l: verdict, wait_s, retry_after_s, remaining,
   -- borrowed, would_block (a dry-run rule let through what it would have
   -- blocked: the verdict is "pass"), or nil, message, code.
-  local function entry_handle(self, l, n, prioritized)
-    local flags = prioritized and 1 or 0
+  local function entry_on(self, l, n, prioritized)
+    if n == nil then
+      n = 1
+    elseif type(n) ~= "number" or not (n >= 0 and n <= N_MAX) or n ~= floor(n) then
+      return bad_n(n)
+    end
+    local flags = 0
+    if prioritized then
+      if prioritized ~= true then return bad_flag(prioritized, "prioritized") end
+      flags = 1
+    end
     local clock = self._clock
     local rc
     if clock then
-      rc = C.sw_limiter_entry_at(l, clock(), n or 1, flags, dec)
+      local t = clock()
+      if type(t) ~= "number" or not (t >= 0 and t < T_MAX) then return bad_time(t, "clock()") end
+      rc = C.sw_limiter_entry_at(l, floor(t), n, flags, dec)
     else
-      rc = C.sw_limiter_entry(l, n or 1, flags, dec)
+      rc = C.sw_limiter_entry(l, n, flags, dec)
     end
     if rc ~= 0 then return nil, errmsg(rc), rc end
     local v = dec.verdict
@@ -575,23 +762,41 @@ local function build(C, path)
     local ra = tonumber(dec.retry_after_ms)
     return "block", 0, ra < 0 and huge or ra / 1000, tonumber(dec.remaining), false
   end
+
+  local function entry_handle(self, l, n, prioritized)
+    if type(self) ~= "table" then return bad_self("entry_handle") end
+    if not ffi_istype(limiter_ptr, l) then return bad_handle(l) end
+    return entry_on(self, l, n, prioritized)
+  end
   Limiter.entry_handle = entry_handle
 
   -- The lean pair for integrations that keep handles themselves
   -- (resty.libsw): decide(l, t, n, flags) returns the verdict code (0 pass,
   -- 1 block, 2 wait) with wait_ms or retry_after_ms (and, for a pass that a
   -- dry-run rule would have blocked, 0, retry_after_ms, true), or a
-  -- negative sw_err code; finish(l, t, rt_ms, failed) returns 0 or a negative code. t is
-  -- the time in ms, or nil for libsw's clock. api.error_message(code)
-  -- gives the message of a failure, right after it.
+  -- negative sw_err code and its message; finish(l, t, rt_ms, failed)
+  -- returns 0, or a negative code and its message. t is the time in ms, or
+  -- nil for libsw's clock. (api.error_message(code) gives the message of a
+  -- failure of the C library right after it.)
+  local function bad_lean(_, err, code)
+    return code, err
+  end
   local function decide(l, t, n, flags)
+    if not ffi_istype(limiter_ptr, l) then return bad_lean(bad_handle(l)) end
+    if type(n) ~= "number" or not (n >= 0 and n <= N_MAX) or n ~= floor(n) then
+      return bad_lean(bad_n(n))
+    end
+    if flags ~= 0 and flags ~= 1 then
+      return bad_lean(fail(M.EINVAL, "flags must be 0 or 1 (prioritized), not " .. show(flags)))
+    end
     local rc
     if t then
-      rc = C.sw_limiter_entry_at(l, t, n, flags, dec)
+      if type(t) ~= "number" or not (t >= 0 and t < T_MAX) then return bad_lean(bad_time(t, "t")) end
+      rc = C.sw_limiter_entry_at(l, floor(t), n, flags, dec)
     else
       rc = C.sw_limiter_entry(l, n, flags, dec)
     end
-    if rc ~= 0 then return rc end
+    if rc ~= 0 then return rc, errmsg(rc) end
     local v = dec.verdict
     if v == 0 then
       if dec.would_block ~= 0 then return 0, 0, tonumber(dec.retry_after_ms), true end
@@ -603,17 +808,31 @@ local function build(C, path)
   api.decide = decide
 
   local function finish(l, t, rt_ms, failed)
-    local flags = failed and 1 or 0
+    if not ffi_istype(limiter_ptr, l) then return bad_lean(bad_handle(l)) end
+    if type(rt_ms) ~= "number" or not (rt_ms >= 0 and rt_ms <= RT_MAX_MS) or rt_ms ~= floor(rt_ms) then
+      return bad_lean(whole(rt_ms, "rt_ms", 0, RT_MAX_MS))
+    end
+    local flags = 0
+    if failed then
+      if failed ~= true then return bad_lean(bad_flag(failed, "failed")) end
+      flags = 1
+    end
     local rc
     if t then
-      rc = C.sw_limiter_exit_at(l, t, rt_ms, 1, flags)
+      if type(t) ~= "number" or not (t >= 0 and t < T_MAX) then return bad_lean(bad_time(t, "t")) end
+      rc = C.sw_limiter_exit_at(l, floor(t), rt_ms, 1, flags)
     else
       rc = C.sw_limiter_exit(l, rt_ms, 1, flags)
     end
-    return rc
+    if rc ~= 0 then return rc, errmsg(rc) end
+    return 0
   end
   api.finish = finish
-  api.error_message = errmsg
+  function api.error_message(code)
+    local ok, err, ecode = whole(code, "code", INT_MIN, INT_MAX)
+    if not ok then return nil, err, ecode end
+    return errmsg(code)
+  end
 
   -- ------------------------------------------------------- cluster leases
   -- For whoever talks to Redis for cluster rules (resty.libsw's refiller,
@@ -625,10 +844,25 @@ local function build(C, path)
     return ffi_string(C.sw_lease_script())
   end
 
+  -- l a limiter handle, t a time (ms), call a sw_lease_call (when given)
+  local function lease_check(l, t, call)
+    if not ffi_istype(limiter_ptr, l) then return bad_handle(l) end
+    if t ~= nil and (type(t) ~= "number" or not (t >= 0 and t < T_MAX) or t ~= floor(t)) then
+      return bad_time(t, "t")
+    end
+    if call ~= false and not ffi_istype(lease_call_t, call) then
+      return fail(M.EINVAL, "call must be a sw_lease_call (lease_next_call), not " .. show(call))
+    end
+    return true
+  end
+
   -- A new sw_lease_call when l needs a Redis call now (it is then claimed:
   -- one call at a time across processes), false when not, or nil, message,
   -- code.
   function api.lease_next_call(l, t)
+    local ok, err, code = lease_check(l, t, false)
+    if not ok then return nil, err, code end
+    if t == nil then return bad_time(t, "t") end
     local call = ffi_new("sw_lease_call")
     local rc = C.sw_lease_next_call(l, t, call)
     if rc < 0 then return nil, errmsg(rc), rc end
@@ -639,18 +873,34 @@ local function build(C, path)
   -- buckets, target, refund, refund_bucket), as decimal strings.
   local function dec_string(v) return (tostring(v):gsub("U?LL$", "")) end
   function api.lease_args(call)
+    if not ffi_istype(lease_call_t, call) then
+      return fail(M.EINVAL, "call must be a sw_lease_call (lease_next_call), not " .. show(call))
+    end
     return dec_string(call.threshold), dec_string(call.want), dec_string(call.bucket_ms),
       dec_string(call.buckets), dec_string(call.target), dec_string(call.refund),
       dec_string(call.refund_bucket)
   end
 
+  -- The reply of the lease script: the bucket (ms), the tokens granted and
+  -- Redis's time (ms), whole numbers.
   function api.lease_apply(l, t, call, bucket, granted, redis_now_ms)
+    local ok, err, code = lease_check(l, t, call)
+    if not ok then return nil, err, code end
+    if t == nil then return bad_time(t, "t") end
+    for _, a in ipairs { { bucket, "bucket" }, { granted, "granted" },
+                         { redis_now_ms, "redis_now_ms" } } do
+      ok, err, code = whole(a[1], a[2], -T_MAX, T_MAX)
+      if not ok then return nil, err, code end
+    end
     local rc = C.sw_lease_apply(l, t, call, bucket, granted, redis_now_ms)
     if rc ~= 0 then return nil, errmsg(rc), rc end
     return true
   end
 
   function api.lease_failed(l, t, call)
+    local ok, err, code = lease_check(l, t, call)
+    if not ok then return nil, err, code end
+    if t == nil then return bad_time(t, "t") end
     local rc = C.sw_lease_failed(l, t, call)
     if rc ~= 0 then return nil, errmsg(rc), rc end
     return true
@@ -658,6 +908,8 @@ local function build(C, path)
 
   local lease_info = ffi_new("sw_lease_info")
   function api.lease_stats(l, t)
+    local ok, err, code = lease_check(l, t, false)
+    if not ok then return nil, err, code end
     local rc = C.sw_lease_stats(l, t or C.sw_now_ms(), lease_info)
     if rc ~= 0 then return nil, errmsg(rc), rc end
     local i = lease_info
@@ -671,6 +923,7 @@ local function build(C, path)
   -- verdict, wait_s, retry_after_s, remaining, borrowed
   -- or nil, message, code
   local function entry(self, key, n, prioritized)
+    if type(self) ~= "table" then return bad_self("entry") end
     local l = self._l
     if l == nil then
       local cache = self._cache
@@ -681,34 +934,53 @@ local function build(C, path)
         if l == nil then return nil, err, code end
       end
     end
-    return entry_handle(self, l, n, prioritized)
+    return entry_on(self, l, n, prioritized)
   end
   Limiter.entry = entry
 
-  -- The end of an admitted entry on handle l: rt in seconds, failed counts
-  -- an exception.
-  local function exit_handle(self, l, rt, failed, n)
+  -- The end of an admitted entry on handle l: rt in seconds (rounded to
+  -- ms; below 0 counts as 0), failed counts an exception.
+  local function exit_on(self, l, rt, failed, n)
     local rt_ms = 0
     if rt ~= nil then
+      if type(rt) ~= "number" or not (rt <= 2147483.647) then return bad_rt(rt) end
       rt_ms = floor(rt * 1000 + 0.5)
       if rt_ms < 0 then rt_ms = 0 end
     end
-    local flags = failed and 1 or 0
+    if n == nil then
+      n = 1
+    elseif type(n) ~= "number" or not (n >= 0 and n <= N_MAX) or n ~= floor(n) then
+      return bad_n(n)
+    end
+    local flags = 0
+    if failed then
+      if failed ~= true then return bad_flag(failed, "failed") end
+      flags = 1
+    end
     local clock = self._clock
     local rc
     if clock then
-      rc = C.sw_limiter_exit_at(l, clock(), rt_ms, n or 1, flags)
+      local t = clock()
+      if type(t) ~= "number" or not (t >= 0 and t < T_MAX) then return bad_time(t, "clock()") end
+      rc = C.sw_limiter_exit_at(l, floor(t), rt_ms, n, flags)
     else
-      rc = C.sw_limiter_exit(l, rt_ms, n or 1, flags)
+      rc = C.sw_limiter_exit(l, rt_ms, n, flags)
     end
     if rc ~= 0 then return nil, errmsg(rc), rc end
     return true
+  end
+
+  local function exit_handle(self, l, rt, failed, n)
+    if type(self) ~= "table" then return bad_self("exit_handle") end
+    if not ffi_istype(limiter_ptr, l) then return bad_handle(l) end
+    return exit_on(self, l, rt, failed, n)
   end
   Limiter.exit_handle = exit_handle
 
   -- The end of an admitted entry of key: rt in seconds, failed counts an
   -- exception.
   local function exit(self, key, rt, failed, n)
+    if type(self) ~= "table" then return bad_self("exit") end
     local l = self._l
     if l == nil then
       local cache = self._cache
@@ -719,14 +991,32 @@ local function build(C, path)
         if l == nil then return nil, err, code end
       end
     end
-    return exit_handle(self, l, rt, failed, n)
+    return exit_on(self, l, rt, failed, n)
   end
   Limiter.exit = exit
 
   local function now_of(self)
     local clock = self._clock
-    if clock then return clock() end
-    return C.sw_now_ms()
+    if clock then
+      local t = clock()
+      if type(t) ~= "number" or not (t >= 0 and t < T_MAX) then return bad_time(t, "clock()") end
+      return floor(t)
+    end
+    return tonumber(C.sw_now_ms())
+  end
+
+  -- The handle of an existing key (the single limiter for key nil), or
+  -- nil, message, code (libsw.ENOTFOUND for a key never used).
+  local function existing(self, key)
+    local l = self._l
+    if l ~= nil then return l end
+    if self._reg == nil then return fail(M.ESTATE, "limiter is closed") end
+    local name, err, code = name_of(self, key)
+    if name == nil then return nil, err, code end
+    local rc = C.sw_registry_find(self._reg, name, out_lim)
+    if rc < 0 then return nil, errmsg(rc), rc end
+    if rc == 0 then return fail(M.ENOTFOUND, "no such key: " .. show(key)) end
+    return out_lim[0]
   end
 
   local function stats_of(self, l, t)
@@ -767,21 +1057,18 @@ local function build(C, path)
   -- second, counts, RTs in seconds, requests in flight and the rule. A key
   -- never used gives nil, "no such key".
   function Limiter:stats(key)
-    local l = self._l
-    if l == nil then
-      if self._reg == nil then return nil, "limiter is closed", M.ESTATE end
-      if key == nil then return nil, "stats of a registry-backed limiter need a key" end
-      local name = self._key_name and self._key_name(key) or tostring(key)
-      local rc = C.sw_registry_find(self._reg, name, out_lim)
-      if rc < 0 then return nil, errmsg(rc), rc end
-      if rc == 0 then return nil, "no such key: " .. tostring(key), M.ENOTFOUND end
-      l = out_lim[0]
-    end
-    return stats_of(self, l, now_of(self))
+    if getmetatable(self) ~= Limiter then return bad_self("stats") end
+    local l, err, code = existing(self, key)
+    if l == nil then return nil, err, code end
+    local t
+    t, err, code = now_of(self)
+    if t == nil then return nil, err, code end
+    return stats_of(self, l, t)
   end
 
   -- Create key's limiter now if it does not exist (no entry is counted).
   function Limiter:ensure(key)
+    if getmetatable(self) ~= Limiter then return bad_self("ensure") end
     if self._l ~= nil then return true end
     local l, err, code = lookup(self, key)
     if l == nil then return nil, err, code end
@@ -790,6 +1077,7 @@ local function build(C, path)
 
   -- Names in a registry-backed limiter, in creation order.
   function Limiter:keys()
+    if getmetatable(self) ~= Limiter then return bad_self("keys") end
     local reg = self._reg
     if reg == nil then return {} end
     local list = {}
@@ -802,6 +1090,7 @@ local function build(C, path)
   end
 
   function Limiter:count()
+    if getmetatable(self) ~= Limiter then return bad_self("count") end
     local reg = self._reg
     if reg == nil then return self._l and 1 or 0 end
     return tonumber(C.sw_registry_count(reg))
@@ -811,25 +1100,23 @@ local function build(C, path)
   -- of every key, now and later, and in a shared segment for every process
   -- at once. The statistics are kept.
   function Limiter:set_rule(o)
-    if type(o) ~= "table" then return nil, "set_rule needs a table of options" end
-    local r, err = rule_of(o)
-    if not r then return nil, err, M.EINVAL end
-    local opts, err2, code = make_options(r, nil)
-    if not opts then return nil, err2, code end
+    if getmetatable(self) ~= Limiter then return bad_self("set_rule") end
+    if type(o) ~= "table" then
+      return fail(M.EINVAL, "set_rule needs a table of options, not " .. show(o))
+    end
+    local r, err, code = rule_of(o)
+    if not r then return nil, err, code end
+    local opts
+    opts, err, code = make_options(r, nil)
+    if not opts then return nil, err, code end
     return apply_rule(self, opts)
   end
 
   -- The rule in force for key (nil for a single limiter), as options.
   function Limiter:rule(key)
-    local l = self._l
-    if l == nil then
-      if self._reg == nil then return nil, "limiter is closed", M.ESTATE end
-      local name = self._key_name and self._key_name(key) or tostring(key)
-      local rc = C.sw_registry_find(self._reg, name, out_lim)
-      if rc < 0 then return nil, errmsg(rc), rc end
-      if rc == 0 then return nil, "no such key: " .. tostring(key), M.ENOTFOUND end
-      l = out_lim[0]
-    end
+    if getmetatable(self) ~= Limiter then return bad_self("rule") end
+    local l, err, code = existing(self, key)
+    if l == nil then return nil, err, code end
     local rc = C.sw_limiter_get_rule(l, self._scratch)
     if rc ~= 0 then return nil, errmsg(rc), rc end
     local rv = rule_values(self._scratch)
@@ -854,8 +1141,11 @@ local function build(C, path)
   -- registry: the rule of its first name, which set_rule gave them all, or
   -- ours while it has none), for every name, now and later.
   function Limiter:set_dry_run(on)
-    if type(on) ~= "boolean" then return nil, "set_dry_run needs true or false", M.EINVAL end
-    if self._l == nil and self._reg == nil then return nil, "limiter is closed", M.ESTATE end
+    if getmetatable(self) ~= Limiter then return bad_self("set_dry_run") end
+    if type(on) ~= "boolean" then
+      return fail(M.EINVAL, "set_dry_run needs true or false, not " .. show(on))
+    end
+    if self._l == nil and self._reg == nil then return fail(M.ESTATE, "limiter is closed") end
     local current = self._l
     if current == nil and C.sw_registry_count(self._reg) > 0
         and C.sw_registry_at(self._reg, 0, out_lim, nil) == 0 then
@@ -872,6 +1162,7 @@ local function build(C, path)
   -- Release the C objects now (the GC does it otherwise). A shared segment
   -- stays for the other processes.
   function Limiter:close()
+    if getmetatable(self) ~= Limiter then return bad_self("close") end
     if self._l ~= nil and self._owner then
       ffi_gc(self._l, nil)
       C.sw_limiter_free(self._l)
@@ -887,7 +1178,8 @@ local function build(C, path)
   end
 
   function Limiter:segment_size()
-    if self._seg == nil then return nil, "not a shared segment" end
+    if getmetatable(self) ~= Limiter then return bad_self("segment_size") end
+    if self._seg == nil then return fail(M.ESTATE, "not a shared segment (or closed)") end
     return tonumber(C.sw_segment_size(self._seg))
   end
 
@@ -900,40 +1192,49 @@ local function build(C, path)
   --   clock = function() return ms end,
   --   key_name = function(key) return name end }  -- keys -> registry names
   function api.limiter(o)
-    if type(o) ~= "table" then return nil, "libsw.limiter needs a table of options", M.EINVAL end
-    local r, err = rule_of(o)
-    if not r then return nil, err, M.EINVAL end
+    if type(o) ~= "table" then
+      return fail(M.EINVAL, "libsw.limiter needs a table of options, not " .. show(o))
+    end
+    local r, err, code = rule_of(o)
+    if not r then return nil, err, code end
     local g
-    g, err = geometry_of(o)
-    if not g then return nil, err, M.EINVAL end
+    g, err, code = geometry_of(o)
+    if not g then return nil, err, code end
     if o.clock ~= nil and type(o.clock) ~= "function" then
-      return nil, "clock must be a function returning milliseconds", M.EINVAL
+      return fail(M.EINVAL, "clock must be a function returning milliseconds, not " .. show(o.clock))
     end
     if o.key_name ~= nil and type(o.key_name) ~= "function" then
-      return nil, "key_name must be a function(key) returning a name", M.EINVAL
+      return fail(M.EINVAL, "key_name must be a function(key) returning a name, not "
+        .. show(o.key_name))
+    end
+    for _, k in ipairs { "reset", "create" } do
+      local ok
+      ok, err, code = boolean(o[k], k)
+      if not ok then return nil, err, code end
     end
     local segment, capacity = o.segment, o.capacity
-    if segment ~= nil and type(segment) ~= "string" then
-      return nil, "segment must be a name (string)", M.EINVAL
+    if segment ~= nil then
+      local ok
+      ok, err, code = c_string(segment, "segment")
+      if not ok then return nil, err, code end
     end
-    if capacity ~= nil and (type(capacity) ~= "number" or capacity < 1
-        or capacity ~= floor(capacity) or capacity > 0xffffffff) then
-      return nil, "capacity must be a positive integer", M.EINVAL
+    if capacity ~= nil then
+      capacity, err, code = whole(capacity, "capacity", 1, 0xffffffff)
+      if not capacity then return nil, err, code end
     end
     if segment then
-      if o.mode ~= nil then g.segment_mode = o.mode end
-      local uid, gid = o.uid, o.gid
       if o.user ~= nil or o.group ~= nil then
-        local u, gg = api.user_ids(o.user, o.group)
-        if not u then return nil, gg, M.EINVAL end
-        if o.user ~= nil then uid = u end
-        if gg ~= -1 then gid = gg end
+        local u, gg, c2 = api.user_ids(o.user, o.group)
+        if not u then return nil, gg, c2 end
+        if o.user ~= nil then g.segment_uid = u end
+        if gg ~= -1 then g.segment_gid = gg end
       end
-      if uid ~= nil then g.segment_uid = uid end
-      if gid ~= nil then g.segment_gid = gid end
+    else -- only a segment has an owner and a mode
+      g.segment_mode, g.segment_uid, g.segment_gid = nil, nil, nil
     end
-    local opts, err2, code = make_options(r, g)
-    if not opts then return nil, err2, code end
+    local opts
+    opts, err, code = make_options(r, g)
+    if not opts then return nil, err, code end
     local pp_scratch = ffi_new("sw_options *[1]")
     local rc = C.sw_options_create(pp_scratch)
     if rc ~= 0 then return nil, errmsg(rc), rc end
@@ -987,18 +1288,21 @@ local loaded -- the api table once the library is loaded
 function M.load(path)
   if loaded then
     if path == nil or path == loaded.path then return M end
-    return nil, "libsw: already loaded from " .. loaded.path .. ", not loading " .. path
+    return nil, "libsw: already loaded from " .. loaded.path .. ", not loading " .. show(path),
+      M.EEXIST
   end
-  local p, err = find_library(path)
-  if not p then return nil, err end
+  local p, err, code = find_library(path)
+  if not p then return nil, err, code end
   local ok, lib = pcall(ffi.load, p)
-  if not ok then return nil, "libsw: cannot load " .. p .. ": " .. tostring(lib) end
+  if not ok then return nil, "libsw: cannot load " .. p .. ": " .. tostring(lib), M.EIO end
   local okv, ver = pcall(function() return lib.sw_version() end)
-  if not okv then return nil, "libsw: " .. p .. " has no sw_version: " .. tostring(ver) end
+  if not okv then
+    return nil, "libsw: " .. p .. " has no sw_version: " .. tostring(ver), M.EABI
+  end
   local major = floor(tonumber(ver) / 65536)
   if major ~= ABI_MAJOR then
     return nil, ("libsw: %s is version %s, this binding needs %d.x"):format(
-      p, ffi_string(lib.sw_version_string()), ABI_MAJOR)
+      p, ffi_string(lib.sw_version_string()), ABI_MAJOR), M.EVERSION
   end
   loaded = build(lib, p)
   for k, v in pairs(loaded) do M[k] = v end
@@ -1008,8 +1312,8 @@ end
 -- Until loaded, the API functions load the library on first use.
 local function lazy(name)
   return function(...)
-    local ok, err = M.load()
-    if not ok then return nil, err end
+    local ok, err, code = M.load()
+    if not ok then return nil, err, code end
     return M[name](...)
   end
 end

@@ -5,8 +5,11 @@
  * Then, with "keep", it goes on making one entry per 10 ms on "steady"
  * (threshold 1000) until killed, and prints a dot to stdout every 100
  * entries it made (so a test can see the limiter keeps working).
- * Usage: fixture SEGMENT [keep] */
+ * With EXTRA, the segment also holds EXTRA idle resources with long names
+ * (a large /metrics: about 1.5 KB each).
+ * Usage: fixture SEGMENT [keep [EXTRA]] */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -25,8 +28,13 @@ static sw_limiter *get(sw_registry *reg, const char *name, double threshold, int
 
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
+  int extra = argc > 3 ? atoi(argv[3]) : 0;
   sw_segment *seg;
-  if (sw_segment_open(&seg, argv[1], 16, NULL, SW_SEGMENT_CREATE | SW_SEGMENT_RESET) != SW_OK) {
+  sw_options *geo;
+  sw_options_create(&geo);
+  sw_options_set(geo, SW_OPT_STRIPES, 1); /* small limiters: EXTRA may be thousands */
+  if (sw_segment_open(&seg, argv[1], 16 + (uint32_t)extra, geo,
+                      SW_SEGMENT_CREATE | SW_SEGMENT_RESET) != SW_OK) {
     fprintf(stderr, "fixture: %s\n", sw_last_error());
     return 1;
   }
@@ -34,6 +42,12 @@ int main(int argc, char **argv) {
   sw_limiter *api = get(reg, "api", 10, 0), *shadow = get(reg, "shadow", 1, 1);
   sw_limiter *steady = get(reg, "steady", 1000, 0);
   if (!api || !shadow || !steady) return 1;
+  for (int i = 0; i < extra; i++) {
+    char name[64];
+    snprintf(name, sizeof name, "idle-resource-with-a-long-name-for-a-large-exposition-%06d", i % 1000000);
+    if (get(reg, name, 100, 0) == NULL) return 1;
+  }
+  sw_options_free(geo);
   int64_t now = sw_now_ms(), second = now - now % 1000 - 2000;
   sw_decision d;
   for (int i = 0; i < 12; i++) {

@@ -12,15 +12,16 @@ cd "$top"
 . tools/deps.sh
 sw_need prometheus chromium curl
 make -C "$build" -s tests/observability/fixture tools/swctl >/dev/null
-swctl="$build/tools/swctl"
+swctl="${SWCTL:-$build/tools/swctl}"
 fixture="$build/tests/observability/fixture"
 work=$(mktemp -d)
 seg="swobs-$$"
+big="swobs-big-$$"
 pids=""
 cleanup() {
   for p in $pids; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  rm -f "/dev/shm/$seg"
+  rm -f "/dev/shm/$seg" "/dev/shm/$big"
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -140,5 +141,54 @@ files=$(ls "$work/roll" | wc -l)
 for f in "$work"/roll/*; do
   [ "$(stat -c %s "$f")" -le 256 ] || fail "$f is larger than 256 bytes"
 done
+
+echo "--- hostile clients: swctl serves concurrently, with a cap and deadlines"
+# 4000 idle resources with long names: a /metrics of about 6 MB, more than
+# the socket buffers of a client that does not read can take
+"$fixture" "$big" keep 4000 > "$work/big.out" &
+pids="$pids $!"
+for i in $(seq 1 200); do grep -q ready "$work/big.out" && break; sleep 0.05; done
+grep -q ready "$work/big.out" || fail "the large fixture did not start"
+mkdir "$work/big"
+p4=$(port)
+"$swctl" serve "$big" --listen "127.0.0.1:$p4" --seconds 120 --log-dir "$work/big" --app big \
+  --read-timeout 3 2> "$work/big.err" &
+serve_pid=$!
+pids="$pids $serve_pid"
+wait_http "http://127.0.0.1:$p4/metrics"
+clients="python3 $top/tests/observability/clients.py"
+$clients idle "$p4" 66
+$clients slow "$p4" "$work/big/big-metrics.log" steady
+$clients read-deadline "$p4"
+$clients malformed "$p4"
+kill -0 "$serve_pid" 2>/dev/null || fail "swctl serve died: $(cat "$work/big.err")"
+p5=$(port)
+"$swctl" serve "$big" --listen "127.0.0.1:$p5" --seconds 60 --write-timeout 2 --max-connections 4 \
+  2> "$work/cap.err" &
+pids="$pids $!"
+wait_http "http://127.0.0.1:$p5/metrics"
+$clients write-deadline "$p5"
+$clients cap "$p5" 4
+curl -fs "http://127.0.0.1:$p5/metrics" > "$work/cap.metrics"
+promtool check metrics < "$work/cap.metrics" || fail "promtool rejected /metrics with swctl's own series"
+grep -Eq '^swctl_http_refused_total [1-9]' "$work/cap.metrics" || fail "refusals not counted: $(grep ^swctl_ "$work/cap.metrics")"
+grep -Eq '^swctl_http_timeouts_total [1-9]' "$work/cap.metrics" || fail "deadline resets not counted: $(grep ^swctl_ "$work/cap.metrics")"
+grep -q "closed at accept" "$work/cap.err" || fail "refusals not reported: $(cat "$work/cap.err")"
+grep -q "reset past their deadline" "$work/cap.err" || fail "deadline resets not reported: $(cat "$work/cap.err")"
+"$swctl" serve "$seg" --max-connections 0 2> "$work/err" && fail "--max-connections 0 accepted"
+grep -q "want a whole number in 1..100000" "$work/err" || fail "$(cat "$work/err")"
+
+echo "--- a swctl built without libmicrohttpd says serve is unavailable; log still works"
+nomhd="$work/swctl-nomhd"
+cc -std=c11 -D_GNU_SOURCE -I"$top/libsw" -I"$build/libsw" -o "$nomhd" "$top"/tools/swctl*.c \
+  "$build/tools/swctl_assets.c" -L"$build/libsw/.libs" -lsw -Wl,-rpath,"$build/libsw/.libs" ||
+  fail "swctl does not build without libmicrohttpd"
+if "$nomhd" serve "$seg" --listen "127.0.0.1:$(port)" --seconds 1 2> "$work/err"; then
+  fail "serve without libmicrohttpd succeeded"
+fi
+grep -q "serve is unavailable: this swctl was built without libmicrohttpd" "$work/err" || fail "$(cat "$work/err")"
+mkdir "$work/nomhd"
+"$nomhd" log "$seg" --log-dir "$work/nomhd" --app n --seconds 2 2> "$work/err" || fail "$(cat "$work/err")"
+grep -q "|steady|" "$work/nomhd/n-metrics.log" || fail "swctl log without libmicrohttpd wrote no line"
 
 echo "observability: all checks passed"

@@ -12,12 +12,17 @@
 -- master. Workers are forked from the master and inherit its mapping, so
 -- every worker updates the same limiters, exactly, with no lock on the hot
 -- path. See docs/openresty.md.
+--
+-- Errors are returned as nil, message, code (libsw's convention): define()
+-- and the inspection functions return them; limit() logs them too, and lets
+-- the request through.
 
 local libsw = require "libsw"
 local cluster = require "resty.libsw.cluster"
 
 local ngx = ngx
-local type, tostring, pairs, setmetatable, error = type, tostring, pairs, setmetatable, error
+local type, tostring, pairs, ipairs, setmetatable, getmetatable, error =
+  type, tostring, pairs, ipairs, setmetatable, getmetatable, error
 local ceil, huge, floor = math.ceil, math.huge, math.floor
 local byte, find, format, concat = string.byte, string.find, string.format, table.concat
 
@@ -61,7 +66,14 @@ local function digest(s)
 end
 
 local function key_name(key)
-  if type(key) ~= "string" then key = tostring(key) end
+  local t = type(key)
+  if t ~= "string" then
+    if t ~= "number" or key ~= key then
+      return nil, "SW_EINVAL: key must be a string or a number, not "
+        .. (t == "number" and "nan" or libsw._show(key)), libsw.EINVAL
+    end
+    key = tostring(key)
+  end
   local n = #key
   if n >= 1 and n <= 63 and not find(key, "[^\33-\125]") then return key end
   if n <= 31 then return "~" .. hex(key) end
@@ -89,6 +101,11 @@ local function phase()
 end
 
 local ON_FULL = { open = true, closed = true, overflow = true }
+
+-- nil, "SW_EINVAL: ...", libsw.EINVAL
+local function invalid(msg)
+  return nil, "SW_EINVAL: " .. msg, libsw.EINVAL
+end
 
 -- What define() passes on to libsw.limiter (everything else is ours).
 local HELPER_OPTIONS = {
@@ -151,25 +168,38 @@ end
 --   lib          path of libsw.so (default: $SW_LIB, package.cpath)
 function _M.define(name, opts)
   if type(name) ~= "string" or not find(name, "^[%w_.%-]+$") or #name > 40 then
-    return nil, "limit name must be 1..40 characters of [A-Za-z0-9_.-]"
+    return invalid("limit name must be 1..40 characters of [A-Za-z0-9_.-], not "
+      .. libsw._show(name))
   end
   opts = opts or {}
-  if type(opts) ~= "table" then return nil, "options must be a table" end
-  local ok, err = libsw.load(opts.lib)
-  if not ok then return nil, err end
+  if type(opts) ~= "table" then return invalid("options must be a table") end
+  local ok, err, code = libsw.load(opts.lib)
+  if not ok then return nil, err, code end
   ok, err = cluster.check(opts)
-  if not ok then return nil, "libsw: limit " .. name .. ": " .. err end
+  if not ok then return nil, "libsw: limit " .. name .. ": " .. err, libsw.EINVAL end
   local on_full = opts.on_full or "open"
   if not ON_FULL[on_full] then
-    return nil, "on_full must be open, closed or overflow, not " .. tostring(on_full)
+    return invalid("on_full must be open, closed or overflow, not " .. libsw._show(on_full))
   end
   local reset = opts.reset or false
   if reset ~= false and reset ~= true and reset ~= "mismatch" then
-    return nil, "reset must be true, false or \"mismatch\""
+    return invalid("reset must be true, false or \"mismatch\", not " .. libsw._show(reset))
+  end
+  for _, k in ipairs { "status", "full_status" } do
+    local v = opts[k]
+    if v ~= nil and (type(v) ~= "number" or not (v >= 400 and v <= 599) or v ~= floor(v)) then
+      return invalid(k .. " must be an HTTP status in 400..599, not " .. libsw._show(v))
+    end
+  end
+  for _, k in ipairs { "retry_after", "exit", "reopen", "create" } do
+    local v = opts[k]
+    if v ~= nil and v ~= true and v ~= false then
+      return invalid(k .. " must be true or false, not " .. libsw._show(v))
+    end
   end
   local ph = phase()
   if reset == true and ph ~= "init" then
-    return nil, "reset = true needs define() in init_by_lua (else every worker would reset)"
+    return invalid("reset = true needs define() in init_by_lua (else every worker would reset)")
   end
   local old = limits[name]
   if old and old.pid == libsw.getpid() and old.opts == opts then return old end
@@ -190,10 +220,11 @@ function _M.define(name, opts)
     full_logged = -huge,
   }, Limit)
   if opts.key_var ~= nil and (type(opts.key_var) ~= "string" or opts.key_var == "") then
-    return nil, "key_var must be the name of an nginx variable (\"binary_remote_addr\")"
+    return invalid("key_var must be the name of an nginx variable (\"binary_remote_addr\"), not "
+      .. libsw._show(opts.key_var))
   end
-  if on_full == "overflow" and self.capacity < 2 then
-    return nil, "on_full = \"overflow\" needs capacity >= 2 (the overflow key takes one place)"
+  if on_full == "overflow" and not (type(self.capacity) == "number" and self.capacity >= 2) then
+    return invalid("on_full = \"overflow\" needs capacity >= 2 (the overflow key takes one place)")
   end
   local lim, code
   lim, err, code = open(self, opts.create ~= false, reset == true)
@@ -208,8 +239,8 @@ function _M.define(name, opts)
   self.pid = libsw.getpid()
   if on_full == "overflow" then
     -- created now, so that it exists when the registry is full
-    local okk, e = lim:ensure(OVERFLOW)
-    if not okk then return nil, "libsw: limit " .. name .. ": overflow key: " .. e end
+    local okk, e, c = lim:ensure(OVERFLOW)
+    if not okk then return nil, "libsw: limit " .. name .. ": overflow key: " .. e, c end
   end
   limits[name] = self
   return self
@@ -218,7 +249,9 @@ end
 -- The Limit of name (nil, message if it was never defined).
 function _M.get(name)
   local self = limits[name]
-  if self == nil then return nil, "libsw: no limit named " .. tostring(name) end
+  if self == nil then
+    return nil, "SW_ENOTFOUND: no limit named " .. tostring(name), libsw.ENOTFOUND
+  end
   return self
 end
 
@@ -251,6 +284,7 @@ end
 
 -- Switch dry-run on or off for every key of the limit (statistics kept).
 function Limit:set_dry_run(on)
+  if getmetatable(self) ~= Limit then return invalid("set_dry_run: call it as lim:set_dry_run(on)") end
   return self.lim:set_dry_run(on)
 end
 
@@ -331,10 +365,12 @@ end
 -- option key_var names an nginx variable to use, else the limit has no
 -- keys): on PASS return true; on WAIT sleep (ngx.sleep) then return true;
 -- on BLOCK send the status with Retry-After and end the request
--- (ngx.exit). Returns false only when the request passes unlimited
--- (on_full = "open", or an error, which is logged). With a dry-run rule
--- nothing is blocked: a request the rule would have blocked returns true,
--- true (and counts as "would block" in the statistics).
+-- (ngx.exit). Returns false when the request passes unlimited (on_full =
+-- "open", or an error of libsw, which is logged), and nil, message, code
+-- when called wrongly (a key neither a string nor a number, an unknown
+-- limit: logged, and the request passes too). With a dry-run rule nothing
+-- is blocked: a request the rule would have blocked returns true, true
+-- (and counts as "would block" in the statistics).
 local function access(self, key)
   if key == nil then
     local var = self.key_var
@@ -347,6 +383,10 @@ local function access(self, key)
     local err, code
     l, err, code = lim.handle(lim, key)
     if l == nil then
+      if code == libsw.EINVAL then -- the caller's mistake (a bad key): say so
+        log(ngx.ERR, "libsw: limit ", self.name, ": ", err, " (request let through)")
+        return nil, err, code
+      end
       local f = failure(self, key, err, code)
       if f == "overflow" then return access(self, OVERFLOW) end
       return f
@@ -374,25 +414,28 @@ local function access(self, key)
     ngx.sleep(wait_ms / 1000)
     return true
   end
-  return failure(self, key, libsw.error_message(v), v)
+  return failure(self, key, wait_ms, v) -- v < 0: wait_ms holds the message
 end
-Limit.limit = access
+function Limit:limit(key)
+  if getmetatable(self) ~= Limit then return invalid("limit: call it as lim:limit(key)") end
+  return access(self, key)
+end
 
 -- limit(name, key): access() of the limit defined under name.
 function _M.limit(name, key)
   local self = limits[name]
   if self == nil then
     log(ngx.ERR, "libsw: no limit named ", tostring(name), " (define it in init_by_lua)")
-    return false
+    return nil, "SW_ENOTFOUND: no limit named " .. tostring(name), libsw.ENOTFOUND
   end
   return access(self, key)
 end
 
 local function exit_one(self, l, rt_ms, failed)
   local clock = self.clock
-  local rc = finish(l, clock and clock() or nil, rt_ms, failed)
+  local rc, err = finish(l, clock and clock() or nil, rt_ms, failed)
   if rc ~= 0 then
-    log(ngx.ERR, "libsw: limit ", self.name, ": exit: ", libsw.error_message(rc))
+    log(ngx.ERR, "libsw: limit ", self.name, ": exit: ", err)
   end
 end
 
@@ -421,17 +464,19 @@ end
 
 -- Statistics of a key (nil: the limit without keys), see libsw's stats().
 function Limit:stats(key)
+  if getmetatable(self) ~= Limit then return invalid("stats: call it as lim:stats(key)") end
   if key == nil then key = NOKEY end
   return self.lim:stats(key)
 end
 
 function Limit:keys()
+  if getmetatable(self) ~= Limit then return invalid("keys: call it as lim:keys()") end
   return self.lim:keys()
 end
 
 function _M.stats(name, key)
-  local self, err = _M.get(name)
-  if not self then return nil, err end
+  local self, err, code = _M.get(name)
+  if not self then return nil, err, code end
   return self:stats(key)
 end
 

@@ -103,6 +103,13 @@ describe("cluster leases", function()
     assert.equal("pass", (lim:entry()))
   end)
 
+  it("stats() shows the lease on libsw's own clock too", function()
+    local lim = assert(libsw.limiter { qps = 200, cluster = { lease = 10 } })
+    local s = assert(lim:stats())
+    assert.is_table(s.lease)
+    assert.is_false(s.lease.up)
+  end)
+
   it("falls back to the failure policy when Redis fails", function()
     local lim, clock = limiter_at { qps = 200, cluster = { lease = 10, nodes = 4, retry = 1 } }
     local l = lim:handle()

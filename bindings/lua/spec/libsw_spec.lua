@@ -305,17 +305,17 @@ describe("errors are returned, not raised", function()
     { {}, "needs qps = N or concurrency = N" },
     { { qps = 1, concurrency = 1 }, "either qps or concurrency" },
     { { qps = "x" }, "qps must be a number" },
-    { { qps = -1 }, "SW_ERANGE: SW_OPT_THRESHOLD=-1 is outside" },
-    { { qps = 0 / 0 }, "SW_ERANGE: SW_OPT_THRESHOLD=nan is not a number" },
+    { { qps = -1 }, "SW_ERANGE: qps=-1 is outside 0..1e+15" },
+    { { qps = 0 / 0 }, "SW_ERANGE: qps=nan is not a number" },
     { { qps = 1, behavior = "turbo" }, "behavior must be reject, pacing, warm_up or warm_up_pacing" },
     { { concurrency = 1, behavior = "pacing" }, "SW_EINVAL: SW_OPT_BEHAVIOR=2 (pacing) needs SW_OPT_GRADE=SW_GRADE_QPS" },
-    { { qps = 1, cold_factor = 1, behavior = "warm_up" }, "SW_ERANGE: SW_OPT_COLD_FACTOR=1 is outside" },
+    { { qps = 1, cold_factor = 1, behavior = "warm_up" }, "SW_ERANGE: cold_factor=1 is outside 2..1000" },
     { { qps = 0.1, warm_up = 1, behavior = "warm_up" }, "has no warm-up range" },
     { { qps = 1, windows = 3 }, "SW_ESIZE: per-second array: " },
     { { qps = 1, stripes = 3 }, "SW_ERANGE: SW_OPT_STRIPES=3 is not a power of two" },
-    { { qps = 1, capacity = 0 }, "capacity must be a positive integer" },
+    { { qps = 1, capacity = 0 }, "SW_ERANGE: capacity=0 is outside 1..4294967295" },
     { { qps = 1, clock = 5 }, "clock must be a function" },
-    { { qps = 1, segment = 5 }, "segment must be a name" },
+    { { qps = 1, segment = 5 }, "SW_EINVAL: segment must be a string, not 5" },
   }
   for _, c in ipairs(cases) do
     it(c[2], function()
@@ -404,5 +404,24 @@ describe("the JIT compiles the hot path", function()
       assert.is_true(stops > 0)
       assert.same({}, aborts)
     end
+  end)
+
+  it("the lean decide / finish of resty.libsw, with their argument checks: no abort", function()
+    local decide, finish = libsw.decide, libsw.finish
+    local h = assert(libsw.limiter { qps = 1e12 }):handle()
+    local t = T
+    local stops, aborts = traces_of(function()
+      local n = 0
+      for _ = 1, 5000 do
+        t = t + 1
+        if decide(h, t, 1, 0) == 0 then
+          n = n + 1
+          assert(finish(h, t, 1, false) == 0)
+        end
+      end
+      assert.equal(5000, n)
+    end)
+    assert.is_true(stops > 0)
+    assert.same({}, aborts)
   end)
 end)
