@@ -16,7 +16,6 @@ This file only finds fences and marker lines; it parses no other Markdown.
                                   tests/docs/run.sh makes (private mounts,
                                   network and PIDs); README.md always runs first
 """
-import fnmatch
 import os
 import re
 import shlex
@@ -198,7 +197,7 @@ def output_matches(expected, got):
             return j == len(act)
         if exp[i] == "...":
             return any(match(i + 1, k) for k in range(j, len(act) + 1))
-        return j < len(act) and fnmatch.fnmatchcase(act[j], exp[i].replace("[", "[[]")) and match(i + 1, j + 1)
+        return j < len(act) and act[j] == exp[i] and match(i + 1, j + 1)
 
     return match(0, 0)
 
