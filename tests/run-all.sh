@@ -1,9 +1,9 @@
 #!/bin/sh
 # Every libsw test, as README.md gives it: the C suite (plain, ASan+UBSan,
 # ThreadSanitizer, valgrind), the fuzzer against the reference model, the
-# ABI check, make distcheck, an out-of-tree pkg-config consumer, and the
-# Python, Lua and nginx suites. Installs the Debian packages it needs when
-# they are missing.
+# ABI check, make distcheck, an out-of-tree pkg-config consumer, the
+# Python, Lua and nginx suites, and the examples of README.md and docs/.
+# Installs the Debian packages it needs when they are missing.
 set -eu
 cd "$(dirname "$0")/.."
 . tools/deps.sh
@@ -52,6 +52,9 @@ if [ -x bindings/lua/run-tests.sh ]; then
   step "Lua binding and OpenResty"
   SW_LIB="$(pwd)/_build/plain/libsw/.libs/libsw.so" bindings/lua/run-tests.sh
 fi
+
+step "examples: every marked code block of README.md and docs/, run as written"
+sh tests/docs/run.sh
 
 echo
 echo "all tests passed"

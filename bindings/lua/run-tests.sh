@@ -39,8 +39,8 @@ if [ -n "$missing" ]; then
     made_policy=1
   fi
   rc=0
-  { apt-get update -qq &&
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing; } || rc=$?
+  { sh "$top/tools/apt-get.sh" update -qq &&
+    DEBIAN_FRONTEND=noninteractive sh "$top/tools/apt-get.sh" install -y -qq --no-install-recommends $missing; } || rc=$?
   if [ -n "$made_policy" ]; then rm -f "$policy"; fi
   [ "$rc" -eq 0 ] || { echo "run-tests.sh: apt-get failed ($rc)" >&2; exit "$rc"; }
 fi

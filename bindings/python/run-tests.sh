@@ -24,9 +24,9 @@ if [ -n "$missing" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "run-tests.sh: installing$missing"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -q
+    sh "$ROOT/tools/apt-get.sh" update -q # waits for another apt; never fails
     # shellcheck disable=SC2086
-    apt-get install -y -q --no-install-recommends $missing
+    sh "$ROOT/tools/apt-get.sh" install -y -q --no-install-recommends $missing
   else
     echo "run-tests.sh: missing Debian packages:$missing (apt-get install them as root)" >&2
     exit 1
