@@ -180,15 +180,20 @@ static int64_t sw__borrowed_for(const sw_metric *m, uint32_t slot, int64_t start
   }
 }
 
+/* What a strict admission's read found besides the sum. */
+typedef struct sw__strict_view {
+  bool unsealed; /* an older window of the interval is not sealed */
+  int64_t newer; /* the start of the newest window after t's, 0 if none */
+} sw__strict_view;
+
 /* Fold an event over the interval ending at t (sum, or max). cur (may be
  * NULL) receives the body of t's window when the slot already holds it.
- * strict (a strict admission's read): stripe 0 of that body, the CAS word,
- * is left out of the sum, and *unsealed reports an older window of the
- * interval whose CAS word is not sealed yet. */
+ * sv (a strict admission's read): stripe 0 of that body, the CAS word, is
+ * left out of the sum, and *sv says what must happen before deciding. */
 static inline __attribute__((always_inline)) int64_t sw__fold_ex(const sw_metric *m, int64_t t,
                                                                  sw_event ev, bool max,
-                                                                 void **cur, bool strict,
-                                                                 bool *unsealed) {
+                                                                 void **cur,
+                                                                 sw__strict_view *sv) {
   /* Geometry in locals: the acquire loads below would make the compiler
    * reload fields of *la on every slot. */
   const sw_leap_array *la = &m->la;
@@ -209,18 +214,22 @@ static inline __attribute__((always_inline)) int64_t sw__fold_ex(const sw_metric
       uint64_t seq;
       int64_t start, v;
       if (!sw__la_active(s, &seq, &start) || start != want) {
+        if (sv && sw__la_active(s, &seq, &start) && start > ws) {
+          sv->newer = start > sv->newer ? start : sv->newer;
+          break;
+        }
         if (!borrows) break;
         v = sw__borrowed_for(m, i, want);
       } else {
         void *body = slot + SW_CACHE_LINE + ((seq >> 1) & 1) * body_size;
-        if (strict && start == ws) { /* all but stripe 0 (the strict CAS word) */
+        if (sv && start == ws) { /* all but stripe 0 (the strict CAS word) */
           v = 0;
           for (uint32_t k = 1; k < stripes; k++)
             v += atomic_load_explicit(&((sw__mb_stripe *)body)[k].c[ev], memory_order_relaxed);
         } else {
           v = sw__mb_sum(stripes, body, ev);
           if (ev == SW_EVENT_PASS) { /* only stripe 0 can carry the seal bit */
-            if (strict && !(v & SW__SEALED)) *unsealed = true;
+            if (sv && !(v & SW__SEALED)) sv->unsealed = true;
             v &= ~SW__SEALED;
           }
         }
@@ -237,7 +246,7 @@ static inline __attribute__((always_inline)) int64_t sw__fold_ex(const sw_metric
 static inline __attribute__((always_inline)) int64_t sw__fold(const sw_metric *m, int64_t t,
                                                               sw_event ev, bool max,
                                                               void **cur) {
-  return sw__fold_ex(m, t, ev, max, cur, false, NULL);
+  return sw__fold_ex(m, t, ev, max, cur, NULL);
 }
 
 SW_API int64_t sw_metric_sum_at(const sw_metric *m, int64_t t, sw_event event) {
@@ -422,16 +431,23 @@ static void sw__seal_older(sw_metric *m, int64_t t) {
  * window seals the CAS words of the older windows of its interval before it
  * reads them, so a racing admission that holds an older time either counted
  * before the seal (and is read) or fails its CAS on the sealed word and is
- * decided again at the newer window. The boundary cannot overshoot. */
+ * decided again at the newer window. An admission that finds a newer window
+ * anywhere moves there first, and one that creates its window reads again
+ * before counting: so an older window created after a newer one's last read
+ * never takes a count. The boundary cannot overshoot. */
 int sw__metric_admit(sw_metric *m, int64_t t, int64_t n, double limit, bool strict,
                      int64_t *pass_before) {
   const double isec = (double)m->la.interval / 1000.0;
   const int64_t wl = m->la.wl;
   for (;;) {
     void *body = NULL;
-    bool unsealed = false;
-    int64_t pass = sw__fold_ex(m, t, SW_EVENT_PASS, false, &body, strict, &unsealed);
-    if (unsealed) {
+    sw__strict_view sv = {false, 0};
+    int64_t pass = sw__fold_ex(m, t, SW_EVENT_PASS, false, &body, strict ? &sv : NULL);
+    if (sw__unlikely(sv.newer)) { /* a newer window exists: decide there */
+      t = sv.newer;
+      continue;
+    }
+    if (sw__unlikely(sv.unsealed)) {
       sw__seal_older(m, t);
       continue;
     }

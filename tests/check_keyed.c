@@ -113,6 +113,9 @@ START_TEST(test_reject_boundary) {
   ck_assert_int_eq(enter(k, 1600, "k").verdict, PASS);
   ck_assert_int_eq(enter(k, 1499, "k").verdict, BLOCK); /* stale: would make 11 */
   ck_assert_int_eq(key_pass(k, 1600, "k"), 10);
+  for (int i = 0; i < 10; i++) enter(k, 1600, "m"); /* [1000, 1500) never written */
+  ck_assert_int_eq(enter(k, 1400, "m").verdict, BLOCK);
+  ck_assert_int_eq(key_pass(k, 1600, "m"), 10);
   for (int i = 0; i < 10; i++) enter(k, 3100, "j");
   ck_assert_int_eq(enter(k, 2100, "j").verdict, BLOCK); /* a lap behind */
   ck_assert_int_eq(key_pass(k, 3100, "j"), 10);

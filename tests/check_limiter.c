@@ -1057,6 +1057,17 @@ START_TEST(test_strict_boundary_no_overshoot) {
     sw_limiter_free(l);
     sw_options_free(o);
   }
+  /* the older window absent: a stale entry must not create it and count
+   * there after the newer window took the whole interval */
+  {
+    sw_limiter *l2 = limiter_new(SW_GRADE_QPS, SW_BEHAVIOR_REJECT, 10);
+    sw_decision d2;
+    for (int i = 0; i < 10; i++) ENTER(l2, 1600, 1, 0, d2);
+    ENTER(l2, 1400, 1, 0, d2); /* [1000, 1500) was never written */
+    ck_assert_int_eq(d2.verdict, BLOCK);
+    ck_assert_int_eq(sw_metric_pass_at(sw_node_second_metric(sw_limiter_node(l2)), 1600), 10);
+    sw_limiter_free(l2);
+  }
   /* an entry whose slot already holds a newer window (time behind by a lap)
    * is decided at that window in strict mode, not admitted uncounted */
   sw_limiter *l = limiter_new(SW_GRADE_QPS, SW_BEHAVIOR_REJECT, 10);
