@@ -2310,6 +2310,181 @@ static void bad_sw_segment_unlink(void) {
   rmdir(dir);
 }
 
+/* ============================================================ keyed table */
+
+static void free_keyed(void *p) { sw_keyed_free(p); }
+
+static sw_keyed *keyed_with(uint32_t cap, const sw_options *o) {
+  sw_keyed *k = NULL;
+  ck_assert_msg(sw_keyed_create(&k, cap, o) == SW_OK, "fixture keyed table: %s", sw_last_error());
+  return keep(k, free_keyed);
+}
+
+static void bad_sw_keyed_create(void) {
+  sw_keyed *k = (sw_keyed *)&k;
+  EXPECT(sw_keyed_create(NULL, 10, NULL), SW_ENULL);
+  static const uint32_t caps[] = {0, (1u << 28) + 1, UINT32_MAX};
+  FOR_EACH(cap, caps, "%u") EXPECT(sw_keyed_create(&k, cap, NULL), SW_ESIZE);
+  ck_assert_ptr_null(k);
+  EXPECT(sw_keyed_create(&k, 10, OPTS({SW_OPT_BEHAVIOR, SW_BEHAVIOR_WARM_UP}, {SW_OPT_THRESHOLD, 5})),
+         SW_EINVAL);
+  EXPECT(sw_keyed_create(&k, 10, OPTS({SW_OPT_CLUSTER, 1})), SW_EINVAL);
+  EXPECT(sw_keyed_create(&k, 10, OPTS({SW_OPT_THRESHOLD, 2e6})), SW_ERANGE);
+  EXPECT(sw_keyed_create(&k, 10, OPTS({SW_OPT_SECOND_SAMPLE_COUNT, 65},
+                                      {SW_OPT_SECOND_INTERVAL_MS, 65000})), SW_ERANGE);
+  EXPECT(sw_keyed_create(&k, 10, OPTS({SW_OPT_SECOND_SAMPLE_COUNT, 3})), SW_ESIZE);
+  for (int i = 0; i < 4; i++) EXPECT(sw_keyed_create(&k, 10, bad_rule(i)), SW_EINVAL);
+  EXPECT_OK(sw_keyed_create(&k, 1, NULL));
+  sw_keyed_free(k);
+}
+
+static void bad_sw_keyed_open(void) {
+  char name[80], path[256];
+  shm_name(name, sizeof name, "keyed");
+  sw_keyed *k = (sw_keyed *)&k;
+  EXPECT(sw_keyed_open(NULL, name, 10, NULL, SW_SEGMENT_CREATE), SW_ENULL);
+  EXPECT(sw_keyed_open(&k, NULL, 10, NULL, SW_SEGMENT_CREATE), SW_ENULL);
+  EXPECT(sw_keyed_open(&k, "", 10, NULL, SW_SEGMENT_CREATE), SW_ERANGE);
+  EXPECT(sw_keyed_open(&k, NAME64, 10, NULL, SW_SEGMENT_CREATE), SW_ERANGE);
+  EXPECT(sw_keyed_open(&k, name, 0, NULL, SW_SEGMENT_CREATE), SW_ESIZE);
+  EXPECT(sw_keyed_open(&k, name, 10, NULL, 0x80), SW_EINVAL);
+  EXPECT(sw_keyed_open(&k, name, 10, NULL, 0), SW_ENOTFOUND);
+  ck_assert_ptr_null(k);
+  /* a registry segment is not a keyed table, and the other way round */
+  sw_segment *seg = NULL;
+  ck_assert_int_eq(sw_segment_open(&seg, name, 2, NULL, SW_SEGMENT_RESET), SW_OK);
+  sw_segment_close(seg);
+  EXPECT(sw_keyed_open(&k, name, 10, NULL, SW_SEGMENT_CREATE), SW_ETYPE);
+  EXPECT(sw_keyed_open(&k, name, 10, NULL, SW_SEGMENT_READONLY), SW_ETYPE);
+  EXPECT_OK(sw_keyed_open(&k, name, 10, NULL, SW_SEGMENT_RESET));
+  sw_keyed_free(k);
+  EXPECT(sw_segment_open(&seg, name, 2, NULL, 0), SW_ETYPE);
+  EXPECT(sw_keyed_open(&k, name, 11, NULL, 0), SW_EGEOMETRY);
+  EXPECT(sw_keyed_open(&k, name, 10, OPTS({SW_OPT_KEY_BYTES, 32}), 0), SW_EGEOMETRY);
+  EXPECT(sw_keyed_open(&k, name, 10, OPTS({SW_OPT_BEHAVIOR, SW_BEHAVIOR_PACING}), 0), SW_EGEOMETRY);
+  ck_assert_int_eq(sw_segment_unlink(name), SW_OK);
+  /* a file that is not a segment */
+  file_name(path, sizeof path, "keyed-junk");
+  static unsigned char junk[8192];
+  memset(junk, 0x5a, sizeof junk);
+  write_file(path, junk, sizeof junk);
+  EXPECT(sw_keyed_open(&k, path, 10, NULL, SW_SEGMENT_CREATE), SW_EFOREIGN);
+  unlink(path);
+}
+
+static void bad_sw_keyed_free(void) { sw_keyed_free(NULL); }
+static void bad_sw_keyed_created(void) { EXPECT(sw_keyed_created(NULL), SW_ENULL); }
+
+static void bad_sw_keyed_entry_at(void) {
+  sw_keyed *k = keyed_with(4, OPTS({SW_OPT_THRESHOLD, 5}));
+  sw_decision d;
+  EXPECT(sw_keyed_entry_at(NULL, 1000, "a", 1, 1, 0, &d), SW_ENULL);
+  EXPECT(sw_keyed_entry_at(k, 1000, NULL, 1, 1, 0, &d), SW_ENULL);
+  EXPECT(sw_keyed_entry_at(k, 1000, "a", 1, 1, 0, NULL), SW_ENULL);
+  FOR_EACH(t, BAD_T, "%" PRId64) EXPECT(sw_keyed_entry_at(k, t, "a", 1, 1, 0, &d), SW_ETIME);
+  static const int64_t ns[] = {-1, (int64_t)INT32_MAX + 1, INT64_MIN, INT64_MAX};
+  FOR_EACH(n, ns, "%" PRId64) EXPECT(sw_keyed_entry_at(k, 1000, "a", 1, n, 0, &d), SW_ERANGE);
+  static const size_t lens[] = {0, 65536, SIZE_MAX};
+  FOR_EACH(len, lens, "%zu") EXPECT(sw_keyed_entry_at(k, 1000, "a", len, 1, 0, &d), SW_ERANGE);
+  EXPECT(sw_keyed_entry_at(k, 1000, "a", 1, 1, SW_ENTRY_PRIORITIZED, &d), SW_ENOTSUP);
+  EXPECT(sw_keyed_entry_at(k, 1000, "a", 1, 1, ~0u, &d), SW_EINVAL);
+  sw_keyed_info in;
+  ck_assert_int_eq(sw_keyed_stats(k, &in), SW_OK);
+  ck_assert_int_eq(in.keys + in.pass + in.block, 0); /* nothing counted by a refusal */
+  EXPECT_HUGE_T(sw_keyed_entry_at(k, INT64_MAX, "a", 1, 1, 0, &d));
+  EXPECT_OK(sw_keyed_entry_at(k, 1000, "a", 1, INT32_MAX, 0, &d));
+  ck_assert_int_eq(d.retry_after_ms, -1); /* more than the threshold: never */
+}
+
+static void bad_sw_keyed_entry(void) {
+  sw_decision d;
+  EXPECT(sw_keyed_entry(NULL, "a", 1, 1, 0, &d), SW_ENULL);
+  EXPECT(sw_keyed_entry(keyed_with(4, NULL), "a", 0, 1, 0, &d), SW_ERANGE);
+}
+
+static void bad_sw_keyed_exit_at(void) {
+  sw_keyed *k = keyed_with(4, OPTS({SW_OPT_GRADE, SW_GRADE_CONCURRENCY}, {SW_OPT_THRESHOLD, 5}));
+  EXPECT(sw_keyed_exit_at(NULL, 1000, "a", 1, 1, 1, 0), SW_ENULL);
+  EXPECT(sw_keyed_exit_at(k, 1000, NULL, 1, 1, 1, 0), SW_ENULL);
+  FOR_EACH(t, BAD_T, "%" PRId64) EXPECT(sw_keyed_exit_at(k, t, "a", 1, 1, 1, 0), SW_ETIME);
+  EXPECT(sw_keyed_exit_at(k, 1000, "a", 1, -1, 1, 0), SW_ERANGE);
+  EXPECT(sw_keyed_exit_at(k, 1000, "a", 1, 1, -1, 0), SW_ERANGE);
+  EXPECT(sw_keyed_exit_at(k, 1000, "a", 1, (int64_t)INT32_MAX + 1, 1, 0), SW_ERANGE);
+  EXPECT(sw_keyed_exit_at(k, 1000, "a", 0, 1, 1, 0), SW_ERANGE);
+  EXPECT(sw_keyed_exit_at(k, 1000, "a", 1, 1, 1, 0x10), SW_EINVAL);
+  EXPECT(sw_keyed_exit_at(k, 1000, "a", 1, 1, 1, 0), SW_ESTATE); /* nothing in flight */
+}
+
+static void bad_sw_keyed_exit(void) {
+  EXPECT(sw_keyed_exit(NULL, "a", 1, 1, 1, 0), SW_ENULL);
+}
+
+static void bad_sw_keyed_set_rule(void) {
+  sw_keyed *k = keyed_with(4, NULL);
+  EXPECT(sw_keyed_set_rule(NULL, NULL), SW_ENULL);
+  EXPECT(sw_keyed_set_rule(k, OPTS({SW_OPT_BEHAVIOR, SW_BEHAVIOR_PACING})), SW_EINVAL);
+  EXPECT(sw_keyed_set_rule(k, OPTS({SW_OPT_GRADE, SW_GRADE_CONCURRENCY})), SW_EINVAL);
+  EXPECT(sw_keyed_set_rule(k, OPTS({SW_OPT_THRESHOLD, 2e6})), SW_ERANGE);
+  for (int i = 0; i < 4; i++) EXPECT(sw_keyed_set_rule(k, bad_rule(i)), SW_EINVAL);
+  EXPECT_OK(sw_keyed_set_rule(k, OPTS({SW_OPT_THRESHOLD, 7})));
+}
+
+static void bad_sw_keyed_get_rule(void) {
+  sw_options *o = keep(sw_options_clone(NULL), free_options);
+  EXPECT(sw_keyed_get_rule(NULL, o), SW_ENULL);
+  EXPECT(sw_keyed_get_rule(keyed_with(4, NULL), NULL), SW_ENULL);
+}
+
+static void bad_sw_keyed_set_dry_run(void) {
+  sw_keyed *k = keyed_with(4, NULL);
+  EXPECT(sw_keyed_set_dry_run(NULL, 1), SW_ENULL);
+  static const int ons[] = {-1, 2, INT32_MAX};
+  FOR_EACH(on, ons, "%d") EXPECT(sw_keyed_set_dry_run(k, on), SW_EINVAL);
+}
+
+static void bad_sw_keyed_stats(void) {
+  sw_keyed_info in;
+  EXPECT(sw_keyed_stats(NULL, &in), SW_ENULL);
+  EXPECT(sw_keyed_stats(keyed_with(4, NULL), NULL), SW_ENULL);
+}
+
+static void bad_sw_keyed_lookup_at(void) {
+  sw_keyed *k = keyed_with(4, NULL);
+  sw_keyed_key out;
+  EXPECT(sw_keyed_lookup_at(NULL, 1000, "a", 1, &out), SW_ENULL);
+  EXPECT(sw_keyed_lookup_at(k, 1000, NULL, 1, &out), SW_ENULL);
+  EXPECT(sw_keyed_lookup_at(k, 1000, "a", 1, NULL), SW_ENULL);
+  EXPECT(sw_keyed_lookup_at(k, 1000, "a", 0, &out), SW_ERANGE);
+  FOR_EACH(t, BAD_T, "%" PRId64) EXPECT(sw_keyed_lookup_at(k, t, "a", 1, &out), SW_ETIME);
+  EXPECT(sw_keyed_lookup_at(k, 1000, "a", 1, &out), 0);
+  EXPECT_HUGE_T(sw_keyed_lookup_at(k, INT64_MAX, "a", 1, &out));
+}
+
+static void bad_sw_keyed_scan_at(void) {
+  sw_keyed *k = keyed_with(4, NULL);
+  sw_keyed_key out[2];
+  uint64_t cur = 0;
+  EXPECT(sw_keyed_scan_at(NULL, 1000, &cur, out, 2), SW_ENULL);
+  EXPECT(sw_keyed_scan_at(k, 1000, NULL, out, 2), SW_ENULL);
+  EXPECT(sw_keyed_scan_at(k, 1000, &cur, NULL, 2), SW_ENULL);
+  FOR_EACH(t, BAD_T, "%" PRId64) EXPECT(sw_keyed_scan_at(k, t, &cur, out, 2), SW_ETIME);
+  EXPECT(sw_keyed_scan_at(k, 1000, &cur, NULL, 0), 0);
+  cur = UINT64_MAX; /* past the end: nothing, no crash */
+  EXPECT(sw_keyed_scan_at(k, 1000, &cur, out, 2), 0);
+}
+
+static void bad_sw_keyed_top_at(void) {
+  sw_keyed *k = keyed_with(4, NULL);
+  sw_keyed_key out[2];
+  EXPECT(sw_keyed_top_at(NULL, 1000, SW_KEYED_BY_PASS, out, 2, NULL), SW_ENULL);
+  EXPECT(sw_keyed_top_at(k, 1000, SW_KEYED_BY_PASS, NULL, 2, NULL), SW_ENULL);
+  EXPECT(sw_keyed_top_at(k, 1000, 2, out, 2, NULL), SW_EINVAL);
+  EXPECT(sw_keyed_top_at(k, 1000, SW_KEYED_BY_PASS, out, 100001, NULL), SW_ERANGE);
+  FOR_EACH(t, BAD_T, "%" PRId64)
+    EXPECT(sw_keyed_top_at(k, t, SW_KEYED_BY_PASS, out, 2, NULL), SW_ETIME);
+  EXPECT(sw_keyed_top_at(k, 1000, SW_KEYED_BY_BLOCK, out, 2, NULL), 0);
+}
+
 static void bad_sw_segment_registry(void) { EXPECT_NULL(sw_segment_registry(NULL)); }
 static void bad_sw_segment_name(void) { EXPECT_NULL(sw_segment_name(NULL)); }
 static void bad_sw_segment_size(void) { EXPECT(sw_segment_size(NULL), SW_ENULL); }
@@ -2812,6 +2987,21 @@ static const entry table[] = {
     E(sw_segment_registry),
     E(sw_segment_size),
     E(sw_segment_created),
+    E(sw_keyed_create),
+    E(sw_keyed_open),
+    E(sw_keyed_free),
+    E(sw_keyed_created),
+    E(sw_keyed_entry),
+    E(sw_keyed_entry_at),
+    E(sw_keyed_exit),
+    E(sw_keyed_exit_at),
+    E(sw_keyed_set_rule),
+    E(sw_keyed_get_rule),
+    E(sw_keyed_set_dry_run),
+    E(sw_keyed_stats),
+    E(sw_keyed_lookup_at),
+    E(sw_keyed_scan_at),
+    E(sw_keyed_top_at),
     E(sw_segment_unlink),
     E(sw_registry_set_rule),
     E(sw_limiter_set_dry_run),
