@@ -6,6 +6,7 @@
  * use T = 1600000000123. */
 #include <string.h>
 
+#include "leap_array.h" /* the slot protocol's torn-read rule */
 #include "testutil.h"
 
 #define T INT64_C(1600000000123)
@@ -970,6 +971,20 @@ START_TEST(test_clock_twins) {
 }
 END_TEST
 
+/* The slot protocol: a reader that loaded seq1 and finds seq2 afterwards
+ * may have read a rewritten body once a second reset has started preparing
+ * it: (seq1 | 1) + 2 and later. One reset (its own body untouched) is fine. */
+START_TEST(test_torn_read_rule) {
+  ck_assert(!sw__la_torn(2, 2));
+  ck_assert(!sw__la_torn(2, 3)); /* a reset prepares the other body */
+  ck_assert(!sw__la_torn(2, 4)); /* published: ours is now the retired body */
+  ck_assert(sw__la_torn(2, 5));  /* the next reset prepares ours */
+  ck_assert(sw__la_torn(2, 6));
+  ck_assert(!sw__la_torn(3, 4)); /* loaded while preparing: the active body was ours */
+  ck_assert(sw__la_torn(3, 5));
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("leap_array");
   SW_TCASE(s, "construction", test_create_validation, test_create_by_name_null_name,
@@ -987,6 +1002,7 @@ int main(void) {
            test_go_leap_array_values_with_time_normal, test_values_on_condition);
   SW_TCASE(s, "fields", test_generic_add_sum_metric, test_generic_add_min_rt_field,
            test_generic_add_sum_plugin_types);
+  SW_TCASE(s, "protocol", test_torn_read_rule);
   SW_TCASE(s, "edges", test_boundary_one_interval, test_gap_of_many_intervals,
            test_clock_backwards, test_time_zero, test_huge_times, test_sample_count_one,
            test_clock_twins);

@@ -1057,6 +1057,19 @@ START_TEST(test_strict_boundary_no_overshoot) {
     sw_limiter_free(l);
     sw_options_free(o);
   }
+  /* a stale entry whose window was sealed is decided at the newer one, and
+   * passes there when the newer interval has room */
+  {
+    sw_limiter *l3 = limiter_new(SW_GRADE_QPS, SW_BEHAVIOR_REJECT, 10);
+    sw_decision d3;
+    for (int i = 0; i < 5; i++) ENTER(l3, 1400, 1, 0, d3);
+    ENTER(l3, 1600, 1, 0, d3); /* seals [1000, 1500) */
+    ENTER(l3, 1499, 1, 0, d3);
+    ck_assert_int_eq(d3.verdict, PASS);
+    ck_assert_int_eq(sw_metric_pass_at(sw_node_second_metric(sw_limiter_node(l3)), 1600), 7);
+    ck_assert_int_eq(sw_metric_window_pass_at(sw_node_second_metric(sw_limiter_node(l3)), 1600), 2);
+    sw_limiter_free(l3);
+  }
   /* the older window absent: a stale entry must not create it and count
    * there after the newer window took the whole interval */
   {

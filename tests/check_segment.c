@@ -693,6 +693,15 @@ START_TEST(test_corrupt_registry_header) {
   poke_u32(name, L.reg, 0xdeadbeefu);
   seg_refused(name, 4, D, 0, SW_ECORRUPT, "magic");
   poke_u32(name, L.reg, REG_MAGIC);
+  /* the registry's own layout version (right after its magic) */
+  size_t n;
+  unsigned char *b = slurp(name, &n);
+  uint32_t version = rd_u32(b, L.reg + 4);
+  free(b);
+  poke_u32(name, L.reg + 4, version + 1);
+  seg_refused(name, 4, D, 0, SW_EVERSION, "registry layout version");
+  seg_refused(name, 4, NULL, SW_SEGMENT_READONLY, SW_EVERSION, NULL);
+  poke_u32(name, L.reg + 4, version);
   poke_u64(name, L.reg + REG_BLOCK_SIZE, L.block_size - 64);
   seg_refused(name, 4, D, 0, SW_ECORRUPT, "registry header");
   poke_u64(name, L.reg + REG_BLOCK_SIZE, L.block_size);
