@@ -278,6 +278,28 @@ START_TEST(test_full_of_active_keys) {
 }
 END_TEST
 
+/* An insert whose time is behind the table's newest window (a clock read
+ * a moment earlier) evicts the least recently active key, not the freshest:
+ * a window after the caller's time is as recent as can be. */
+START_TEST(test_stale_insert_evicts_the_oldest) {
+  sw_options *o = keyed_opts(SW_BEHAVIOR_REJECT, 5);
+  sw_keyed *k = keyed_new(12, o); /* 16 places */
+  enter(k, 1000, "old");
+  for (int i = 1; i < 15; i++) {
+    char key[8];
+    snprintf(key, sizeof key, "k%d", i);
+    enter(k, 1500, key);
+  }
+  enter(k, 2100, "fresh");
+  ck_assert_int_eq(enter(k, 1600, "stale").verdict, PASS);
+  ck_assert_int_eq(info(k).evicted, 1);
+  ck_assert_int_eq(key_pass(k, 2100, "fresh"), 1);
+  ck_assert_int_eq(key_pass(k, 1600, "old"), -1);
+  sw_keyed_free(k);
+  sw_options_free(o);
+}
+END_TEST
+
 /* ----------------------------------------------------------------- keys */
 
 /* Any bytes make a key (NULs, binary IPv6); keys longer than the key bytes
@@ -582,7 +604,8 @@ int main(void) {
   SW_TCASE(s, "reject", test_reject_per_key, test_reject_sliding_and_retry, test_reject_boundary,
            test_dry_run);
   SW_TCASE(s, "kinds", test_pacing_per_key, test_concurrency_per_key);
-  SW_TCASE(s, "places", test_waves_reclaim_everything, test_full_of_active_keys, test_keys,
+  SW_TCASE(s, "places", test_waves_reclaim_everything, test_full_of_active_keys,
+           test_stale_insert_evicts_the_oldest, test_keys,
            test_scan_and_top, test_sizes);
   SW_TCASE(s, "rules", test_rules, test_bad_input);
   SW_TCASE(s, "scale", test_churn_under_threads, test_million_ipv4_keys);

@@ -65,7 +65,7 @@ static void sw__kt_seal_interval(sw_keyed *k, _Atomic uint64_t *win, uint32_t ge
     do {
       if (sw__kt_wgen(w) != gen || (w & SW__KT_SEAL && sw__kt_wid(w) == want)) break;
       if (sw__kt_wid(w) == want) next = w | SW__KT_SEAL;
-      else if (((want - sw__kt_wid(w)) & SW__KT_WID_MASK) <= SW__KT_WID_MASK / 2)
+      else if (!sw__kt_live(w) || ((want - sw__kt_wid(w)) & SW__KT_WID_MASK) <= SW__KT_HALF)
         next = sw__kt_word(gen, want, 0) | SW__KT_SEAL; /* an older window: replaced */
       else break; /* a newer window */
     } while (!atomic_compare_exchange_weak_explicit(&win[i], &w, next, memory_order_relaxed,
@@ -95,7 +95,8 @@ static int sw__kt_decide_reject(sw_keyed *k, const sw__rule *r, int64_t t, uint3
       uint64_t w = atomic_load_explicit(&win[i], memory_order_relaxed);
       if (sw__unlikely(sw__kt_wgen(w) != gen)) return SW__KT_RETRY;
       uint64_t ahead = (sw__kt_wid(w) - tag) & SW__KT_WID_MASK;
-      if (sw__unlikely(ahead != 0 && ahead <= SW__KT_WID_MASK / 2)) { /* a newer window */
+      if (sw__unlikely(ahead != 0 && ahead <= SW__KT_HALF && sw__kt_live(w))) {
+        /* a newer window */
         newer = ahead > newer ? ahead : newer;
         continue;
       }
@@ -124,7 +125,7 @@ static int sw__kt_decide_reject(sw_keyed *k, const sw__rule *r, int64_t t, uint3
       if (sw__unlikely(sw__kt_wgen(c) != gen)) return SW__KT_RETRY;
       const bool same = sw__kt_wid(c) == tag;
       const uint64_t ahead = (sw__kt_wid(c) - tag) & SW__KT_WID_MASK;
-      if ((same && (c & SW__KT_SEAL)) || (!same && ahead <= SW__KT_WID_MASK / 2)) {
+      if ((same && (c & SW__KT_SEAL)) || (!same && ahead <= SW__KT_HALF && sw__kt_live(c))) {
         moved = true; /* a newer window has started */
         break;
       }
@@ -157,13 +158,13 @@ static int sw__kt_decide_reject(sw_keyed *k, const sw__rule *r, int64_t t, uint3
 }
 
 /* Pacing per key (a leaky bucket, as nginx's limit_req): the last
- * admission in 1/16 us on a 48-bit clock; one CAS. */
+ * admission in 1/16 us on a 52-bit clock; one CAS. */
 static int sw__kt_decide_pacing(sw_keyed *k, const sw__rule *r, int64_t t, uint32_t idx,
                                 uint32_t gen, int64_t n, sw_decision *d) {
   _Atomic uint64_t *aux = sw__kt_aux(k, idx);
   const int64_t wid = t / k->wl;
   const double ticks = (double)n / r->threshold * 1000.0 * SW__KT_TICKS_PER_MS;
-  if (r->threshold <= 0 || ticks > (double)(INT64_C(1) << 46)) {
+  if (r->threshold <= 0 || ticks > (double)(INT64_C(1) << (SW__KT_VALUE_BITS - 2))) {
     d->retry_after_ms = -1;
     sw__kt_blocked(k, r, idx, gen, wid, n, d);
     return SW_OK;
@@ -179,7 +180,9 @@ static int sw__kt_decide_pacing(sw_keyed *k, const sw__rule *r, int64_t t, uint3
     next = now;
     if (last != 0) {
       uint64_t due = (last + (uint64_t)cost) & SW__KT_VALUE_MASK;
-      int64_t ahead = (int64_t)(((due - now) & SW__KT_VALUE_MASK) << 16) >> 16; /* signed 48 */
+      /* signed, on the clock's 52 bits */
+      int64_t ahead = (int64_t)(((due - now) & SW__KT_VALUE_MASK) << (64 - SW__KT_VALUE_BITS)) >>
+                      (64 - SW__KT_VALUE_BITS);
       if (ahead > 0) {
         wait = ahead;
         next = due;
@@ -307,7 +310,7 @@ SW_API int sw_keyed_entry_at(sw_keyed *k, int64_t t, const void *key, size_t len
     /* The slot is being given to another key. Its giver finishes in a few
      * instructions; one that died is repaired by the next locker of the
      * key's buckets, so after a while go through them. */
-    if (tries % 64 == 0 && (rc = sw__kt_find_or_insert(k, t, &q, &ref)) < 0) return rc;
+    if (tries % 64 == 0 && (rc = sw__kt_settle(k, &q)) < 0) return rc;
   }
 }
 

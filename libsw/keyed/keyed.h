@@ -12,15 +12,15 @@
  * / 0.8 slots, and at 80% two choices of 16 find a free slot (a million
  * random keys: none failed in simulation; at 85%, one in a million). Its
  * state is a few 64-bit words, each carrying the slot's generation:
- *   window  gen:16 | seal:1 | wid:27 | count:20   the passes of one window
- *   blocks  gen:16 | 0:1    | wid:27 | count:20   blocks of the latest window that blocked
- *   aux     gen:16 | value:48                     pacing: last admission (1/16 us);
+ *   window  gen:12 | seal:1 | wid:31 | count:20   the passes of one window
+ *   blocks  gen:12 | 0:1    | wid:31 | count:20   blocks of the latest window that blocked
+ *   aux     gen:12 | value:52                     pacing: last admission (1/16 us);
  *                                                 concurrency: requests in flight
  * A window word holds a window's number and count together, so resetting a
  * window and counting in it is one CAS; the seal bit makes strict admissions
  * linearizable across window boundaries (as in metric.c).
  *
- * meta: state:2 | gen:16 | (READY) len:8 | fragment:38 of the key's hash.
+ * meta: state:2 | gen:12 | (READY) len:8 | fragment:42 of the key's hash.
  *   EMPTY(gen): free, its state words at gen; the initial all-zero word.
  *   BUSY(gen):  an inserter is writing the key (under the bucket's lock).
  *   READY(gen): the key is valid. len 0: the key is a 16-byte digest of a
@@ -50,24 +50,38 @@
 
 /* meta */
 #define SW__KT_EMPTY 0u
-#define SW__KT_BUSY 1u
 #define SW__KT_READY 2u
+#define SW__KT_BUSY 1u
+#define SW__KT_GEN_BITS 12
+#define SW__KT_GEN_MASK ((1u << SW__KT_GEN_BITS) - 1)
+#define SW__KT_FRAG_BITS 42 /* READY: len:8 | fragment:42 below the generation */
+#define SW__KT_META_GEN_SHIFT 50
 #define sw__kt_state(m) ((uint32_t)((m) >> 62))
-#define sw__kt_mgen(m) ((uint32_t)((m) >> 46) & 0xffffu)
-#define sw__kt_meta(state, gen, low) \
-  (((uint64_t)(state) << 62) | ((uint64_t)((gen) & 0xffffu) << 46) | (low))
-#define SW__KT_FRAG_BITS 38
-/* state words */
+#define sw__kt_mgen(m) ((uint32_t)((m) >> SW__KT_META_GEN_SHIFT) & SW__KT_GEN_MASK)
+#define sw__kt_meta(state, gen, low)                                                  \
+  (((uint64_t)(state) << 62) | ((uint64_t)((gen) & SW__KT_GEN_MASK) << SW__KT_META_GEN_SHIFT) | \
+   (low))
+/* state words: gen:12 | seal:1 | wid:31 | count:20, or gen:12 | value:52 */
+#define SW__KT_WORD_GEN_SHIFT 52
 #define SW__KT_COUNT_MAX ((INT64_C(1) << 20) - 1)
-#define SW__KT_WID_MASK ((UINT64_C(1) << 27) - 1)
-#define SW__KT_SEAL (UINT64_C(1) << 47)
-#define SW__KT_VALUE_MASK ((UINT64_C(1) << 48) - 1)
-#define sw__kt_wgen(w) ((uint32_t)((w) >> 48))
+#define SW__KT_WID_MASK ((UINT64_C(1) << 31) - 1)
+#define SW__KT_SEAL (UINT64_C(1) << 51)
+#define SW__KT_VALUE_BITS 52
+#define SW__KT_VALUE_MASK ((UINT64_C(1) << SW__KT_VALUE_BITS) - 1)
+#define sw__kt_wgen(w) ((uint32_t)((w) >> SW__KT_WORD_GEN_SHIFT))
 #define sw__kt_wid(w) (((w) >> 20) & SW__KT_WID_MASK)
 #define sw__kt_count(w) ((int64_t)((w) & (uint64_t)SW__KT_COUNT_MAX))
-#define sw__kt_word(gen, wid, count) \
-  (((uint64_t)((gen) & 0xffffu) << 48) | (((uint64_t)(wid) & SW__KT_WID_MASK) << 20) | \
-   (uint64_t)(count))
+#define sw__kt_word(gen, wid, count)                                                  \
+  (((uint64_t)((gen) & SW__KT_GEN_MASK) << SW__KT_WORD_GEN_SHIFT) |                    \
+   (((uint64_t)(wid) & SW__KT_WID_MASK) << 20) | (uint64_t)(count))
+/* Window numbers compare on 31 bits: the times a table is given must lie
+ * within 2^30 windows of each other (17 years of 500 ms windows). */
+#define SW__KT_HALF (SW__KT_WID_MASK / 2)
+
+/* A window word that stands for a window: it counted something, or it is
+ * a sealed place-holder. Others (emptied, never used) are no window at all,
+ * whatever their number says. */
+static inline bool sw__kt_live(uint64_t w) { return (w & SW__KT_SEAL) || sw__kt_count(w) > 0; }
 
 /* What each key keeps, fixed by the rule the table was created with. */
 enum { SW__KT_REJECT = 0, SW__KT_PACING = 1, SW__KT_CONCURRENCY = 2 };
@@ -122,7 +136,7 @@ struct sw_keyed {
 typedef struct sw__kt_key {
   uint64_t w[SW__KT_MAX_KEY / 8];
   uint64_t hash;
-  uint64_t low;       /* len:8 | fragment:38, as in a READY meta */
+  uint64_t low;       /* len:8 | fragment:42, as in a READY meta */
   uint32_t b[2];      /* its two buckets */
   uint32_t nwords;    /* words to compare */
 } sw__kt_key;
@@ -148,7 +162,7 @@ static inline _Atomic uint64_t *sw__kt_win(const sw_keyed *k, uint32_t idx) {
   return sw__kt_slot(k, idx) + k->key_words + k->state_words - k->windows;
 }
 /* Units of the pacing clock per millisecond (1/16 us: exact rates to
- * about 1e-4 at 3000 per second; 48 bits wrap after 203 days). */
+ * about 1e-4 at 3000 per second; 52 bits wrap after 8.9 years). */
 #define SW__KT_TICKS_PER_MS 16000
 
 static inline sw__kt_totals *sw__kt_my_totals(const sw_keyed *k) {
@@ -163,6 +177,9 @@ int sw__kt_find(const sw_keyed *k, const sw__kt_key *q, sw__kt_ref *ref);
  * policy says) when it is absent. 1 found or inserted, 0 refused by the
  * full-table policy, or a negative code (a lock timed out). */
 int sw__kt_find_or_insert(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_ref *ref);
+/* Take and release the locks of q's buckets: a place being given to
+ * another key is then settled (its giver finished, or repaired if it died). */
+int sw__kt_settle(sw_keyed *k, const sw__kt_key *q);
 /* True when a slot's state holds nothing at t (every window out of the
  * interval, pacing drained, nothing in flight). */
 bool sw__kt_idle(const sw_keyed *k, uint32_t idx, uint32_t gen, int64_t t);

@@ -13,7 +13,6 @@
 #include "../shm.h"
 #include "keyed.h"
 
-#define SW__KT_LOW_MASK ((UINT64_C(1) << 46) - 1)
 
 /* ------------------------------------------------------------------ hash */
 
@@ -93,7 +92,9 @@ int sw__kt_find(const sw_keyed *k, const sw__kt_key *q, sw__kt_ref *ref) {
     for (uint32_t way = 0; way < SW__KT_WAYS; way++) {
       uint64_t m = atomic_load_explicit(&k->index[first + way], memory_order_acquire);
       /* READY with this key's length and fragment, whatever the generation */
-      if ((m & ~(UINT64_C(0xffff) << 46)) != want || !sw__kt_same_key(k, first + way, q)) continue;
+      if ((m & ~((uint64_t)SW__KT_GEN_MASK << SW__KT_META_GEN_SHIFT)) != want ||
+          !sw__kt_same_key(k, first + way, q))
+        continue;
       *ref = (sw__kt_ref){first + way, m};
       return 1;
     }
@@ -113,16 +114,16 @@ static inline uint64_t sw__kt_behind(int64_t wid, uint64_t w) {
 static inline bool sw__kt_window_idle(const sw_keyed *k, uint64_t w, int64_t wid) {
   uint64_t ahead = (sw__kt_wid(w) - (uint64_t)wid) & SW__KT_WID_MASK;
   return sw__kt_count(w) == 0 ||
-         (sw__kt_behind(wid, w) >= k->windows && (ahead == 0 || ahead > SW__KT_WID_MASK / 2));
+         (sw__kt_behind(wid, w) >= k->windows && (ahead == 0 || ahead > SW__KT_HALF));
 }
 
 static inline bool sw__kt_aux_idle(const sw_keyed *k, uint64_t a, int64_t t) {
   uint64_t v = a & SW__KT_VALUE_MASK;
   if (v == 0) return true;
   if (k->kind == SW__KT_CONCURRENCY) return false;
-  /* pacing: drained once the last admission is not after now (48-bit clock) */
+  /* pacing: drained once the last admission is not after now (52-bit clock) */
   uint64_t ahead = (v - (uint64_t)t * SW__KT_TICKS_PER_MS) & SW__KT_VALUE_MASK;
-  return ahead == 0 || ahead >> 47;
+  return ahead == 0 || ahead >> (SW__KT_VALUE_BITS - 1);
 }
 
 /* Whether state word i of a slot (blocks, aux, windows) holds something at t. */
@@ -146,13 +147,14 @@ bool sw__kt_idle(const sw_keyed *k, uint32_t idx, uint32_t gen, int64_t t) {
   return true;
 }
 
-/* How long ago the slot was last active (in windows; larger is older). */
+/* How long ago the slot was last active (in windows; larger is older). A
+ * window after wid (the caller's time is behind) is as recent as can be. */
 static uint64_t sw__kt_age(const sw_keyed *k, uint32_t idx, int64_t wid) {
   uint64_t age = SW__KT_WID_MASK;
   _Atomic uint64_t *win = sw__kt_win(k, idx);
   for (uint32_t i = 0; i < k->windows; i++) {
     uint64_t w = atomic_load_explicit(&win[i], memory_order_relaxed), b = sw__kt_behind(wid, w);
-    if (sw__kt_count(w) > 0 && b < age) age = b;
+    if (sw__kt_count(w) > 0 && (b > SW__KT_HALF ? 0 : b) < age) age = b > SW__KT_HALF ? 0 : b;
   }
   return age;
 }
@@ -205,7 +207,8 @@ static void sw__kt_repair(void *arg) {
         continue;
       }
       if (sw__kt_state(m) != SW__KT_READY) continue;
-      for (uint32_t i = 0; i < nw; i++) moved += sw__kt_wgen(atomic_load(&w[i])) == ((gen + 1) & 0xffffu);
+      for (uint32_t i = 0; i < nw; i++)
+        moved += sw__kt_wgen(atomic_load(&w[i])) == ((gen + 1) & SW__KT_GEN_MASK);
       if (moved == 0) continue;
       if (moved == nw) {
         atomic_store(&k->index[idx], sw__kt_meta(SW__KT_EMPTY, gen + 1, 0));
@@ -243,6 +246,13 @@ static int sw__kt_lock(sw_keyed *k, const sw__kt_key *q, uint32_t lk[2]) {
 static void sw__kt_unlock(sw_keyed *k, const uint32_t lk[2]) {
   if (lk[1] != lk[0]) pthread_mutex_unlock(&k->locks[lk[1]]);
   pthread_mutex_unlock(&k->locks[lk[0]]);
+}
+
+int sw__kt_settle(sw_keyed *k, const sw__kt_key *q) {
+  uint32_t lk[2];
+  int rc = sw__kt_lock(k, q, lk);
+  if (rc == SW_OK) sw__kt_unlock(k, lk);
+  return rc;
 }
 
 /* ---------------------------------------------------------------- insert */
