@@ -45,6 +45,27 @@ echo "# shared segment: callgrind instructions per entry (1 process)"
 for st in heap shm; do
   echo "storage=$st instructions_per_entry=$(irs "$b/bench/bench_segment" "$st" 1 $N)"
 done
+echo "# keyed table: entries of existing keys (4-byte IPv4 keys, explicit time; best of 5)"
+make -C "$b" -s bench/bench_keyed >/dev/null
+SW_FIELD=6
+for keys in 1000 1000000; do best "$b/bench/bench_keyed" existing "$keys" 1 3000000; done
+best "$b/bench/bench_keyed" existing 1000 2 3000000
+best "$b/bench/bench_keyed" existing 1000 1 3000000 shm
+best "$b/bench/bench_keyed" existing 1000 2 3000000 shm
+best "$b/bench/bench_keyed" new 1 1 1000000
+best "$b/bench/bench_keyed" clock 1000 1 3000000
+echo "# keyed table: callgrind instructions per entry (1 thread; only sw_keyed_entry_at)"
+irs_fn() { # instructions per call of sw_keyed_entry_at*, run with OPS calls
+  out=$(mktemp)
+  "$b/libtool" --mode=execute valgrind --tool=callgrind --callgrind-out-file="$out" \
+    --toggle-collect='sw_keyed_entry*' "$@" >/dev/null 2>&1
+  callgrind_annotate "$out" 2>/dev/null | awk -v n="$N" '/PROGRAM TOTALS/ {gsub(",", "", $1); printf "%.1f", $1 / n}'
+  rm -f "$out"
+}
+echo "case=existing-key instructions_per_entry=$(irs_fn "$b/bench/bench_keyed" existing 1 1 $N) (one key, its first entries included)"
+echo "case=new-key instructions_per_entry=$(irs_fn "$b/bench/bench_keyed" new 1 1 $N)"
+echo "# keyed table: resident memory after N distinct keys in a table of 1,000,000"
+for keys in 10000 100000 1000000; do "$b/bench/bench_keyed" memory "$keys"; done
 # cluster
 if command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1; then
   make -C "$b" -s bench/bench_cluster >/dev/null

@@ -72,29 +72,6 @@ void sw__rule_box_store(sw__rule_box *h, const sw__rule *r) {
   atomic_store_explicit(&h->ver, ver, memory_order_release);
 }
 
-/* Load the rule; the reject behaviour needs only its first words unless
- * full is set. Never waits: a retry means a write was published meanwhile. */
-void sw__rule_box_load(const sw__rule_box *h, sw__rule *r, bool full) {
-  uint64_t w[SW__RULE_WORDS], ver;
-  int words;
-  do {
-    ver = atomic_load_explicit(&h->ver, memory_order_acquire);
-    const _Atomic uint64_t *copy = h->rule[ver & 1];
-    for (int i = 0; i < SW__RULE_HOT; i++)
-      w[i] = atomic_load_explicit(&copy[i], memory_order_relaxed);
-    memcpy(r, w, SW__RULE_HOT * sizeof w[0]);
-    /* the plain reject rule needs nothing more */
-    words = r->behavior == SW_BEHAVIOR_REJECT && !r->cluster && !full ? SW__RULE_HOT
-                                                                      : SW__RULE_WORDS;
-    for (int i = SW__RULE_HOT; i < words; i++)
-      w[i] = atomic_load_explicit(&copy[i], memory_order_relaxed);
-    atomic_thread_fence(memory_order_acquire);
-  } while (ver != atomic_load_explicit(&h->ver, memory_order_relaxed));
-  if (words > SW__RULE_HOT)
-    memcpy((uint64_t *)r + SW__RULE_HOT, w + SW__RULE_HOT,
-           (size_t)(words - SW__RULE_HOT) * sizeof w[0]);
-}
-
 void sw__rule_to(const sw__rule *r, sw_options *opts) {
   sw_options_set(opts, SW_OPT_GRADE, r->grade);
   sw_options_set(opts, SW_OPT_BEHAVIOR, r->behavior);

@@ -5,6 +5,8 @@
 #ifndef SW_RULE_H
 #define SW_RULE_H
 
+#include <string.h>
+
 #include "internal.h"
 
 /* A validated rule with its derived warm-up constants. */
@@ -44,9 +46,52 @@ int sw__rule_from(const sw_options *opts, sw__rule *r);
 void sw__rule_to(const sw__rule *r, sw_options *opts);
 /* Publish r (writers are serialised by the caller, or own the memory). */
 void sw__rule_box_store(sw__rule_box *b, const sw__rule *r);
-/* Load the rule; the plain reject rule needs only its hot words unless full. */
-void sw__rule_box_load(const sw__rule_box *b, sw__rule *r, bool full);
 
 extern const char *const sw__behavior_names[4];
+
+/* Load only the hot words of the rule (grade, behaviour, strict, cluster,
+ * dry run, threshold): what the plain reject behaviour reads. */
+static inline __attribute__((always_inline)) void sw__rule_box_hot(const sw__rule_box *h,
+                                                                    sw__rule *r) {
+  union {
+    uint64_t w[SW__RULE_HOT];
+    sw__rule r;
+  } u;
+  uint64_t ver;
+  do {
+    ver = atomic_load_explicit(&h->ver, memory_order_acquire);
+    const _Atomic uint64_t *copy = h->rule[ver & 1];
+    u.w[0] = atomic_load_explicit(&copy[0], memory_order_relaxed);
+    u.w[1] = atomic_load_explicit(&copy[1], memory_order_relaxed);
+    u.w[2] = atomic_load_explicit(&copy[2], memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+  } while (ver != atomic_load_explicit(&h->ver, memory_order_relaxed));
+  memcpy(r, u.w, sizeof u.w);
+}
+
+/* Load the rule; the reject behaviour needs only its first words unless
+ * full is set. Never waits: a retry means a write was published meanwhile. */
+static inline __attribute__((always_inline)) void sw__rule_box_load(const sw__rule_box *h,
+                                                                     sw__rule *r, bool full) {
+  uint64_t w[SW__RULE_WORDS], ver;
+  int words;
+  do {
+    ver = atomic_load_explicit(&h->ver, memory_order_acquire);
+    const _Atomic uint64_t *copy = h->rule[ver & 1];
+    for (int i = 0; i < SW__RULE_HOT; i++)
+      w[i] = atomic_load_explicit(&copy[i], memory_order_relaxed);
+    memcpy(r, w, SW__RULE_HOT * sizeof w[0]);
+    /* the plain reject rule needs nothing more */
+    words = r->behavior == SW_BEHAVIOR_REJECT && !r->cluster && !full ? SW__RULE_HOT
+                                                                      : SW__RULE_WORDS;
+    for (int i = SW__RULE_HOT; i < words; i++)
+      w[i] = atomic_load_explicit(&copy[i], memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+  } while (ver != atomic_load_explicit(&h->ver, memory_order_relaxed));
+  if (words > SW__RULE_HOT)
+    memcpy((uint64_t *)r + SW__RULE_HOT, w + SW__RULE_HOT,
+           (size_t)(words - SW__RULE_HOT) * sizeof w[0]);
+}
+
 
 #endif /* SW_RULE_H */

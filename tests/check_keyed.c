@@ -74,7 +74,7 @@ START_TEST(test_reject_per_key) {
   ck_assert_int_eq(in.keys, 2);
   ck_assert_int_eq(in.pass, 12);
   ck_assert_int_eq(in.block, 3);
-  ck_assert_int_eq(in.bytes_per_key, 48); /* 16 key bytes, blocks, 2 windows, index */
+  ck_assert_int_eq(in.bytes_per_key, 49); /* meta, 16 key bytes, blocks, 2 windows, tag */
   sw_keyed_free(k);
   sw_options_free(o);
 }
@@ -386,26 +386,26 @@ START_TEST(test_scan_and_top) {
 }
 END_TEST
 
-/* Per-key state sizes: 48 bytes for keys up to 16 bytes with 2 windows,
- * 96 for keys up to 63 bytes, 8 more with pacing; a table is capacity /
- * 0.8 places of that (60 and 120 bytes per key of capacity), reserved and
+/* Per-key state sizes: 49 bytes for keys up to 16 bytes with 2 windows,
+ * 97 for keys up to 63 bytes, 8 more with pacing; a table is capacity /
+ * 0.8 places of that (61 and 121 bytes per key of capacity), reserved and
  * untouched until keys come. */
 START_TEST(test_sizes) {
   sw_options *o = keyed_opts(SW_BEHAVIOR_REJECT, 10);
   sw_keyed *k = keyed_new(1000000, o);
   sw_keyed_info in = info(k);
-  ck_assert_int_eq(in.bytes_per_key, 48);
+  ck_assert_int_eq(in.bytes_per_key, 49);
   ck_assert_int_le(in.bytes, 1000000 * 64);
   sw_keyed_free(k);
   ck_ok(sw_options_set(o, SW_OPT_KEY_BYTES, 63));
   k = keyed_new(1000000, o);
   in = info(k);
-  ck_assert_int_eq(in.bytes_per_key, 96);
+  ck_assert_int_eq(in.bytes_per_key, 97);
   ck_assert_int_le(in.bytes, 1000000 * 128);
   sw_keyed_free(k);
   ck_ok(sw_options_set(o, SW_OPT_BEHAVIOR, SW_BEHAVIOR_PACING));
   k = keyed_new(1000, o);
-  ck_assert_int_eq(info(k).bytes_per_key, 104);
+  ck_assert_int_eq(info(k).bytes_per_key, 105);
   sw_keyed_free(k);
   sw_options_free(o);
 }

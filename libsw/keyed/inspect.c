@@ -25,13 +25,13 @@ int64_t sw__kt_interval_pass(const sw_keyed *k, uint32_t idx, uint32_t gen, int6
 static bool sw__kt_read(const sw_keyed *k, uint32_t idx, int64_t t, sw_keyed_key *out) {
   const uint64_t wid = (uint64_t)(t / k->wl);
   for (int tries = 0; tries < 4; tries++) {
-    uint64_t m = atomic_load_explicit(&k->index[idx], memory_order_acquire);
+    uint64_t m = atomic_load_explicit(sw__kt_meta_of(k, idx), memory_order_acquire);
     if (sw__kt_state(m) != SW__KT_READY) return false;
     const uint32_t gen = sw__kt_mgen(m);
     memset(out, 0, sizeof *out);
     out->len = (uint32_t)(m >> SW__KT_FRAG_BITS) & 0xffu;
     uint64_t words[SW__KT_MAX_KEY / 8];
-    _Atomic uint64_t *kw = sw__kt_slot(k, idx);
+    _Atomic uint64_t *kw = sw__kt_key_of(k, idx);
     for (uint32_t i = 0; i < k->key_words; i++)
       words[i] = atomic_load_explicit(&kw[i], memory_order_relaxed);
     memcpy(out->key, words, out->len ? out->len : 16);
@@ -50,7 +50,7 @@ static bool sw__kt_read(const sw_keyed *k, uint32_t idx, int64_t t, sw_keyed_key
     if (recent < SW__KT_WID_MASK && (int64_t)recent <= (int64_t)wid)
       out->last_ms = ((int64_t)wid - (int64_t)recent) * k->wl;
     atomic_thread_fence(memory_order_acquire);
-    if (out->pass >= 0 && atomic_load_explicit(&k->index[idx], memory_order_relaxed) == m &&
+    if (out->pass >= 0 && atomic_load_explicit(sw__kt_meta_of(k, idx), memory_order_relaxed) == m &&
         sw__kt_wgen(a) == gen && sw__kt_wgen(b) == gen)
       return true;
   }
@@ -74,7 +74,7 @@ SW_API int sw_keyed_stats(const sw_keyed *k, sw_keyed_info *out) {
   out->windows = h->cfg.windows;
   out->interval_ms = h->cfg.interval_ms;
   out->bytes = (int64_t)h->total_size;
-  out->bytes_per_key = (int64_t)h->slot_size + 8;
+  out->bytes_per_key = (int64_t)h->slot_size + 1; /* and its tag byte */
   out->keys = atomic_load(&h->keys);
   out->inserted = atomic_load(&h->inserted);
   out->reclaimed = atomic_load(&h->reclaimed);
@@ -151,7 +151,8 @@ SW_API int sw_keyed_top_at(const sw_keyed *k, int64_t t, uint32_t by, sw_keyed_k
   int64_t busy = 0;
   sw_keyed_key key;
   for (uint64_t idx = 0; idx < slots; idx++) {
-    if (sw__kt_state(atomic_load_explicit(&k->index[idx], memory_order_relaxed)) != SW__KT_READY ||
+    if (sw__kt_state(atomic_load_explicit(sw__kt_meta_of(k, idx), memory_order_relaxed)) !=
+            SW__KT_READY ||
         !sw__kt_read(k, (uint32_t)idx, t, &key))
       continue;
     int64_t v = by == SW_KEYED_BY_PASS ? key.pass : key.block;

@@ -4,13 +4,17 @@
  *
  *   header (geometry, seeds, rule box, key counters, striped totals)
  *   locks[nlocks]            robust mutexes, one per stripe of buckets
- *   index[nbuckets][16]      one meta word per slot: a bucket is two cache lines
- *   slots[nbuckets * 16]     key words | blocks | aux (pacing, concurrency) | windows[n]
+ *   tags[nbuckets][16]       one byte of each slot's key hash (0: none), 16 bytes a bucket
+ *   slots[nbuckets * 16]     meta | key words | blocks | aux (pacing, concurrency) | windows[n]
  *
  * A key hashes (seeded) to two buckets of 16 slots; it lives in one slot of
  * either, placed in the emptier one: a table of capacity keys has capacity
  * / 0.8 slots, and at 80% two choices of 16 find a free slot (a million
- * random keys: none failed in simulation; at 85%, one in a million). Its
+ * random keys: none failed in simulation; at 85%, one in a million). A
+ * lookup matches the key's tag against its bucket's 16 tags at once (two
+ * words, no lock), then checks the candidate slot's meta and key: one line
+ * of tags and one slot. Tags are hints: written (under the bucket's lock)
+ * before a slot is published, never trusted without the meta. A key's
  * state is a few 64-bit words, each carrying the slot's generation:
  *   window  gen:12 | seal:1 | wid:31 | count:20   the passes of one window
  *   blocks  gen:12 | 0:1    | wid:31 | count:20   blocks of the latest window that blocked
@@ -107,7 +111,7 @@ typedef struct sw__kt_hdr {
   uint32_t nbuckets, nlocks, slot_size, kind;
   int64_t wl;          /* window length */
   uint64_t seed[2];    /* the hash's secret, random per table */
-  uint64_t locks_off, index_off, slots_off, total_size;
+  uint64_t locks_off, tags_off, slots_off, total_size;
   sw__rule_box rule;
   pthread_mutex_t rule_lock;
   _Alignas(64) _Atomic int64_t keys; /* READY slots */
@@ -118,10 +122,12 @@ typedef struct sw__kt_hdr {
 struct sw_keyed {
   sw__kt_hdr *hdr;
   pthread_mutex_t *locks;
-  _Atomic uint64_t *index;
+  _Atomic uint64_t *tags; /* two words (16 tag bytes) per bucket */
   unsigned char *slots;
   uint32_t nbuckets, slot_size, key_words, windows, kind;
   uint32_t state_words; /* blocks, aux (pacing and concurrency only), windows */
+  uint32_t win_word;    /* the first window's word in a slot */
+  bool unit_interval;   /* a 1 s interval: passes per second need no division */
   int64_t wl;
   double isec; /* the interval in seconds */
   bool readonly;
@@ -137,29 +143,33 @@ typedef struct sw__kt_key {
   uint64_t w[SW__KT_MAX_KEY / 8];
   uint64_t hash;
   uint64_t low;       /* len:8 | fragment:42, as in a READY meta */
-  uint32_t b[2];      /* its two buckets */
+  uint64_t tags;      /* its tag byte in every byte (the SWAR pattern) */
+  uint32_t b[2];      /* its two buckets (the second computed when needed) */
   uint32_t nwords;    /* words to compare */
 } sw__kt_key;
 
 /* A key's place: its slot, and the meta seen when it was found. */
 typedef struct sw__kt_ref {
-  uint32_t idx; /* slot index (bucket * 8 + way) */
+  uint32_t idx; /* slot index (bucket * 16 + way) */
   uint64_t meta;
 } sw__kt_ref;
 
-static inline _Atomic uint64_t *sw__kt_slot(const sw_keyed *k, uint32_t idx) {
+/* A slot: its meta word, its key words, then its state words: blocks, aux
+ * (pacing and concurrency tables), the windows. */
+static inline _Atomic uint64_t *sw__kt_meta_of(const sw_keyed *k, uint32_t idx) {
   return (_Atomic uint64_t *)(k->slots + (uint64_t)idx * k->slot_size);
 }
-/* The state words of a slot: blocks, aux (pacing and concurrency tables),
- * then the windows. */
+static inline _Atomic uint64_t *sw__kt_key_of(const sw_keyed *k, uint32_t idx) {
+  return sw__kt_meta_of(k, idx) + 1;
+}
 static inline _Atomic uint64_t *sw__kt_blocks(const sw_keyed *k, uint32_t idx) {
-  return sw__kt_slot(k, idx) + k->key_words;
+  return sw__kt_key_of(k, idx) + k->key_words;
 }
 static inline _Atomic uint64_t *sw__kt_aux(const sw_keyed *k, uint32_t idx) {
-  return sw__kt_slot(k, idx) + k->key_words + 1; /* not for SW__KT_REJECT */
+  return sw__kt_blocks(k, idx) + 1; /* not for SW__KT_REJECT */
 }
 static inline _Atomic uint64_t *sw__kt_win(const sw_keyed *k, uint32_t idx) {
-  return sw__kt_slot(k, idx) + k->key_words + k->state_words - k->windows;
+  return sw__kt_meta_of(k, idx) + k->win_word;
 }
 /* Units of the pacing clock per millisecond (1/16 us: exact rates to
  * about 1e-4 at 3000 per second; 52 bits wrap after 8.9 years). */
@@ -167,6 +177,93 @@ static inline _Atomic uint64_t *sw__kt_win(const sw_keyed *k, uint32_t idx) {
 
 static inline sw__kt_totals *sw__kt_my_totals(const sw_keyed *k) {
   return &k->hdr->totals[sw__stripe_hint() & (SW__KT_TOTAL_STRIPES - 1)];
+}
+
+/* ------------------------------------------------ inline pieces of lookups */
+
+static inline uint64_t sw__mum(uint64_t a, uint64_t b) {
+  unsigned __int128 r = (unsigned __int128)a * b;
+  return (uint64_t)r ^ (uint64_t)(r >> 64);
+}
+
+#define SW__P0 UINT64_C(0xa0761d6478bd642f)
+#define SW__P1 UINT64_C(0xe7037ed1a0b428db)
+#define SW__P2 UINT64_C(0x8ebc6af09c88c6e3)
+
+/* The little-endian value of n <= 8 bytes at p, zero-padded, reading no
+ * byte outside them (overlapping loads, as fast hashes do). */
+static inline uint64_t sw__kt_load(const unsigned char *p, size_t n) {
+  if (n >= 4) {
+    uint32_t lo, hi;
+    memcpy(&lo, p, 4);
+    memcpy(&hi, p + n - 4, 4);
+    return lo | (uint64_t)hi << ((n - 4) * 8);
+  }
+  if (n == 0) return 0;
+  return (uint64_t)p[0] | (uint64_t)p[n / 2] << (n / 2 * 8) | (uint64_t)p[n - 1] << ((n - 1) * 8);
+}
+
+/* A key's meta fields, tag and first bucket from its hash. */
+static inline __attribute__((always_inline)) void sw__kt_place(const sw_keyed *k, uint64_t lenfield,
+                                                               sw__kt_key *q) {
+  q->low = (lenfield << SW__KT_FRAG_BITS) | (q->hash >> (64 - SW__KT_FRAG_BITS));
+  uint64_t tag = (q->hash >> 20) & 0xff;
+  q->tags = (tag ? tag : 1) * UINT64_C(0x0101010101010101);
+  q->b[0] = (uint32_t)(((q->hash & 0xffffffffu) * (uint64_t)k->nbuckets) >> 32);
+}
+
+/* Its second bucket (needed only when the first does not hold it). */
+static inline void sw__kt_place_second(const sw_keyed *k, sw__kt_key *q) {
+  const uint64_t nb = k->nbuckets;
+  q->b[1] = (uint32_t)(((sw__mum(q->hash ^ k->hdr->seed[1], SW__P2) & 0xffffffffu) * nb) >> 32);
+  if (q->b[1] == q->b[0] && nb > 1) q->b[1] = (q->b[0] + 1) % (uint32_t)nb;
+}
+
+/* A key of 1..16 bytes (IPv4 and IPv6 addresses, short ids): its two words
+ * and the hash, without a copy loop. */
+static inline __attribute__((always_inline)) void sw__kt_prepare_short(const sw_keyed *k,
+                                                                       const unsigned char *p,
+                                                                       size_t len, sw__kt_key *q) {
+  const uint64_t *seed = k->hdr->seed;
+  q->w[0] = sw__kt_load(p, len < 8 ? len : 8);
+  q->w[1] = len > 8 ? sw__kt_load(p + 8, len - 8) : 0;
+  q->nwords = len > 8 ? 2 : 1;
+  q->hash = sw__mum(q->w[0] ^ seed[0] ^ SW__P0, q->w[1] ^ seed[1] ^ (uint64_t)len);
+  q->hash = sw__mum(q->hash ^ SW__P2, seed[0] ^ SW__P1);
+  sw__kt_place(k, len, q);
+}
+
+static inline bool sw__kt_same_key(const sw_keyed *k, uint32_t idx, const sw__kt_key *q) {
+  _Atomic uint64_t *w = sw__kt_key_of(k, idx);
+  for (uint32_t i = 0; i < q->nwords; i++)
+    if (atomic_load_explicit(&w[i], memory_order_relaxed) != q->w[i]) return false;
+  return true;
+}
+
+/* The slot of q in bucket b whose meta and key match, or -1. tags: only
+ * the slots whose tag matches q's (a lock-free lookup); otherwise all
+ * (under the lock, where a tag being written cannot hide a key). */
+static inline __attribute__((always_inline)) int64_t sw__kt_in_bucket(const sw_keyed *k, const sw__kt_key *q, uint32_t b,
+                                       bool tags, uint64_t *meta) {
+  const uint64_t want = sw__kt_meta(SW__KT_READY, 0, q->low);
+  const uint64_t lo = UINT64_C(0x0101010101010101), hi = UINT64_C(0x8080808080808080);
+  for (uint32_t half = 0; half < 2; half++) {
+    uint64_t match = hi;
+    if (tags) { /* bytes equal to q's tag: a zero byte of x (SWAR) */
+      uint64_t x = atomic_load_explicit(&k->tags[b * 2 + half], memory_order_relaxed) ^ q->tags;
+      match = (x - lo) & ~x & hi;
+    }
+    for (; match; match &= match - 1) {
+      uint32_t idx = b * SW__KT_WAYS + half * 8 + (uint32_t)(__builtin_ctzll(match) / 8);
+      uint64_t m = atomic_load_explicit(sw__kt_meta_of(k, idx), memory_order_acquire);
+      if ((m & ~((uint64_t)SW__KT_GEN_MASK << SW__KT_META_GEN_SHIFT)) == want &&
+          sw__kt_same_key(k, idx, q)) {
+        *meta = m;
+        return idx;
+      }
+    }
+  }
+  return -1;
 }
 
 /* table.c */

@@ -16,15 +16,6 @@
 
 /* ------------------------------------------------------------------ hash */
 
-static inline uint64_t sw__mum(uint64_t a, uint64_t b) {
-  unsigned __int128 r = (unsigned __int128)a * b;
-  return (uint64_t)r ^ (uint64_t)(r >> 64);
-}
-
-#define SW__P0 UINT64_C(0xa0761d6478bd642f)
-#define SW__P1 UINT64_C(0xe7037ed1a0b428db)
-#define SW__P2 UINT64_C(0x8ebc6af09c88c6e3)
-
 /* A seeded multiply-mix hash of words (the seed is random per table, so
  * keys cannot be chosen to collide without knowing it). */
 static uint64_t sw__kt_hash(uint64_t seed, const uint64_t *w, uint32_t nwords, uint64_t len) {
@@ -53,13 +44,18 @@ int sw__kt_prepare(const sw_keyed *k, const void *key, size_t len, sw__kt_key *q
   if (sw__unlikely(len == 0 || len > 65535))
     return sw__fail(SW_ERANGE, "key of %zu bytes: keys take 1..65535 bytes", len);
   const uint64_t *seed = k->hdr->seed;
-  uint64_t lenfield;
-  if (sw__likely(len <= (size_t)k->key_words * 8)) {
+  const unsigned char *p = key;
+  uint64_t lenfield = len;
+  if (sw__likely(len <= 16)) {
+    sw__kt_prepare_short(k, p, len, q);
+    sw__kt_place_second(k, q);
+    return SW_OK;
+  }
+  if (len <= (size_t)k->key_words * 8) {
     q->nwords = (uint32_t)((len + 7) / 8);
     q->w[q->nwords - 1] = 0;
     memcpy(q->w, key, len);
     q->hash = sw__kt_hash(seed[0], q->w, q->nwords, len);
-    lenfield = len;
   } else { /* longer than a slot holds: its 128-bit digest stands for it */
     q->w[0] = sw__kt_hash_bytes(seed[0], key, len);
     q->w[1] = sw__kt_hash_bytes(seed[1], key, len);
@@ -67,39 +63,27 @@ int sw__kt_prepare(const sw_keyed *k, const void *key, size_t len, sw__kt_key *q
     q->hash = q->w[0];
     lenfield = 0;
   }
-  q->low = (lenfield << SW__KT_FRAG_BITS) | (q->hash >> (64 - SW__KT_FRAG_BITS));
-  const uint64_t nb = k->nbuckets;
-  q->b[0] = (uint32_t)(((q->hash & 0xffffffffu) * nb) >> 32);
-  q->b[1] = (uint32_t)(((sw__mum(q->hash ^ seed[1], SW__P2) & 0xffffffffu) * nb) >> 32);
-  if (q->b[1] == q->b[0] && nb > 1) q->b[1] = (q->b[0] + 1) % (uint32_t)nb;
+  sw__kt_place(k, lenfield, q);
+  sw__kt_place_second(k, q);
   return SW_OK;
 }
 
 /* ---------------------------------------------------------------- lookup */
 
-static inline bool sw__kt_same_key(const sw_keyed *k, uint32_t idx, const sw__kt_key *q) {
-  _Atomic uint64_t *w = sw__kt_slot(k, idx);
-  for (uint32_t i = 0; i < q->nwords; i++)
-    if (atomic_load_explicit(&w[i], memory_order_relaxed) != q->w[i]) return false;
-  return true;
-}
-
-int sw__kt_find(const sw_keyed *k, const sw__kt_key *q, sw__kt_ref *ref) {
-  const uint64_t want = sw__kt_meta(SW__KT_READY, 0, q->low);
+static int sw__kt_find_ex(const sw_keyed *k, const sw__kt_key *q, sw__kt_ref *ref, bool tags) {
   for (int j = 0; j < 2; j++) {
     if (j == 1 && q->b[1] == q->b[0]) break;
-    const uint32_t first = q->b[j] * SW__KT_WAYS;
-    for (uint32_t way = 0; way < SW__KT_WAYS; way++) {
-      uint64_t m = atomic_load_explicit(&k->index[first + way], memory_order_acquire);
-      /* READY with this key's length and fragment, whatever the generation */
-      if ((m & ~((uint64_t)SW__KT_GEN_MASK << SW__KT_META_GEN_SHIFT)) != want ||
-          !sw__kt_same_key(k, first + way, q))
-        continue;
-      *ref = (sw__kt_ref){first + way, m};
+    int64_t idx = sw__kt_in_bucket(k, q, q->b[j], tags, &ref->meta);
+    if (idx >= 0) {
+      ref->idx = (uint32_t)idx;
       return 1;
     }
   }
   return 0;
+}
+
+int sw__kt_find(const sw_keyed *k, const sw__kt_key *q, sw__kt_ref *ref) {
+  return sw__kt_find_ex(k, q, ref, true);
 }
 
 /* ------------------------------------------------------------- idle keys */
@@ -199,11 +183,11 @@ static void sw__kt_repair(void *arg) {
   const uint32_t nw = k->state_words;
   for (uint32_t b = a->lock; b < k->nbuckets; b += k->hdr->nlocks)
     for (uint32_t idx = b * SW__KT_WAYS; idx < (b + 1) * SW__KT_WAYS; idx++) {
-      uint64_t m = atomic_load(&k->index[idx]);
+      uint64_t m = atomic_load(sw__kt_meta_of(k, idx));
       uint32_t gen = sw__kt_mgen(m), moved = 0;
       _Atomic uint64_t *w = sw__kt_blocks(k, idx);
       if (sw__kt_state(m) == SW__KT_BUSY) {
-        atomic_store(&k->index[idx], sw__kt_meta(SW__KT_EMPTY, gen, 0));
+        atomic_store(sw__kt_meta_of(k, idx), sw__kt_meta(SW__KT_EMPTY, gen, 0));
         continue;
       }
       if (sw__kt_state(m) != SW__KT_READY) continue;
@@ -211,7 +195,7 @@ static void sw__kt_repair(void *arg) {
         moved += sw__kt_wgen(atomic_load(&w[i])) == ((gen + 1) & SW__KT_GEN_MASK);
       if (moved == 0) continue;
       if (moved == nw) {
-        atomic_store(&k->index[idx], sw__kt_meta(SW__KT_EMPTY, gen + 1, 0));
+        atomic_store(sw__kt_meta_of(k, idx), sw__kt_meta(SW__KT_EMPTY, gen + 1, 0));
         atomic_fetch_sub(&k->hdr->keys, 1);
       } else {
         for (uint32_t i = 0; i < nw; i++)
@@ -257,17 +241,24 @@ int sw__kt_settle(sw_keyed *k, const sw__kt_key *q) {
 
 /* ---------------------------------------------------------------- insert */
 
-/* Write q into slot idx, its state words already at gen (under the lock). */
+/* Write q into slot idx, its state words already at gen (under the lock):
+ * BUSY, the key, its tag, then READY. */
 static void sw__kt_fill(sw_keyed *k, uint32_t idx, uint32_t gen, const sw__kt_key *q) {
-  atomic_store_explicit(&k->index[idx], sw__kt_meta(SW__KT_BUSY, gen, 0), memory_order_relaxed);
+  _Atomic uint64_t *meta = sw__kt_meta_of(k, idx);
+  atomic_store_explicit(meta, sw__kt_meta(SW__KT_BUSY, gen, 0), memory_order_relaxed);
   atomic_thread_fence(memory_order_release);
-  _Atomic uint64_t *w = sw__kt_slot(k, idx);
+  _Atomic uint64_t *w = sw__kt_key_of(k, idx);
   for (uint32_t i = 0; i < k->key_words; i++) {
     atomic_store_explicit(&w[i], i < q->nwords ? q->w[i] : 0, memory_order_relaxed);
     if (i == 0) SW__KILL_POINT("keyed-fill");
   }
-  atomic_store_explicit(&k->index[idx], sw__kt_meta(SW__KT_READY, gen, q->low),
-                        memory_order_release);
+  /* the bucket's lock is held: nobody else writes its tags */
+  _Atomic uint64_t *tw = &k->tags[idx / 8];
+  const unsigned shift = (idx % 8) * 8;
+  uint64_t tags = atomic_load_explicit(tw, memory_order_relaxed);
+  tags = (tags & ~(UINT64_C(0xff) << shift)) | ((q->tags & 0xff) << shift);
+  atomic_store_explicit(tw, tags, memory_order_relaxed);
+  atomic_store_explicit(meta, sw__kt_meta(SW__KT_READY, gen, q->low), memory_order_release);
 }
 
 int sw__kt_find_or_insert(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_ref *ref) {
@@ -276,7 +267,7 @@ int sw__kt_find_or_insert(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_re
   uint32_t lk[2];
   int rc = sw__kt_lock(k, q, lk);
   if (rc < 0) return rc;
-  if (sw__kt_find(k, q, ref)) { /* inserted meanwhile */
+  if (sw__kt_find_ex(k, q, ref, false)) { /* inserted meanwhile */
     sw__kt_unlock(k, lk);
     return 1;
   }
@@ -287,7 +278,7 @@ int sw__kt_find_or_insert(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_re
   int64_t first[2] = {-1, -1}, count[2] = {0, 0};
   for (int j = 0; j < nb; j++)
     for (uint32_t idx = q->b[j] * SW__KT_WAYS; idx < (q->b[j] + 1) * SW__KT_WAYS; idx++)
-      if (sw__kt_state(atomic_load_explicit(&k->index[idx], memory_order_acquire)) ==
+      if (sw__kt_state(atomic_load_explicit(sw__kt_meta_of(k, idx), memory_order_acquire)) ==
           SW__KT_EMPTY) {
         if (first[j] < 0) first[j] = idx;
         count[j]++;
@@ -296,9 +287,9 @@ int sw__kt_find_or_insert(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_re
   int j = count[1] > count[0];
   if (count[j] > 0) {
     uint32_t idx = (uint32_t)first[j];
-    sw__kt_fill(k, idx, sw__kt_mgen(atomic_load(&k->index[idx])), q);
+    sw__kt_fill(k, idx, sw__kt_mgen(atomic_load(sw__kt_meta_of(k, idx))), q);
     atomic_fetch_add_explicit(&k->hdr->keys, 1, memory_order_relaxed);
-    *ref = (sw__kt_ref){idx, atomic_load(&k->index[idx])};
+    *ref = (sw__kt_ref){idx, atomic_load(sw__kt_meta_of(k, idx))};
     rc = 1;
   }
   for (int pass = 0; rc == 0 && pass < 2; pass++) { /* 0: idle keys; 1: eviction */
@@ -309,7 +300,7 @@ int sw__kt_find_or_insert(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_re
     count[0] = count[1] = 0;
     for (j = 0; j < nb; j++)
       for (uint32_t idx = q->b[j] * SW__KT_WAYS; idx < (q->b[j] + 1) * SW__KT_WAYS; idx++) {
-        uint64_t m = atomic_load_explicit(&k->index[idx], memory_order_acquire);
+        uint64_t m = atomic_load_explicit(sw__kt_meta_of(k, idx), memory_order_acquire);
         if (sw__kt_state(m) != SW__KT_READY) continue;
         if (pass == 0) {
           if (!sw__kt_idle(k, idx, sw__kt_mgen(m), t)) continue;
@@ -327,12 +318,12 @@ int sw__kt_find_or_insert(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_re
       }
     j = pass == 0 && count[1] > count[0];
     if (first[j] < 0) continue;
-    const uint32_t idx = (uint32_t)first[j], gen = sw__kt_mgen(atomic_load(&k->index[idx]));
+    const uint32_t idx = (uint32_t)first[j], gen = sw__kt_mgen(atomic_load(sw__kt_meta_of(k, idx)));
     if (!sw__kt_move_words(k, idx, gen, t, pass == 0)) continue; /* came back to life */
     sw__kt_fill(k, idx, gen + 1, q);
     atomic_fetch_add_explicit(pass == 0 ? &k->hdr->reclaimed : &k->hdr->evicted, 1,
                               memory_order_relaxed);
-    *ref = (sw__kt_ref){idx, atomic_load(&k->index[idx])};
+    *ref = (sw__kt_ref){idx, atomic_load(sw__kt_meta_of(k, idx))};
     rc = 1;
   }
   if (rc == 1) atomic_fetch_add_explicit(&k->hdr->inserted, 1, memory_order_relaxed);
@@ -360,7 +351,7 @@ static uint32_t sw__kt_state_words_of(const sw__kt_config *c) {
 }
 
 static uint32_t sw__kt_slot_size(const sw__kt_config *c) {
-  return c->key_bytes + 8 * sw__kt_state_words_of(c);
+  return 8 + c->key_bytes + 8 * sw__kt_state_words_of(c);
 }
 
 /* Bytes of a table block for a configuration. */
@@ -368,9 +359,9 @@ static uint64_t sw__kt_size(const sw__kt_config *c, uint32_t *nb, uint32_t *nl) 
   *nb = sw__kt_nbuckets(c->capacity);
   *nl = *nb < SW__KT_MAX_LOCKS ? *nb : SW__KT_MAX_LOCKS;
   uint64_t locks = sw__round_up((uint64_t)*nl * sizeof(pthread_mutex_t), SW_CACHE_LINE);
-  uint64_t index = (uint64_t)*nb * SW__KT_WAYS * 8;
+  uint64_t tags = sw__round_up((uint64_t)*nb * SW__KT_WAYS, SW_CACHE_LINE);
   uint64_t slots = sw__round_up((uint64_t)*nb * SW__KT_WAYS * sw__kt_slot_size(c), SW_CACHE_LINE);
-  return sw__kt_hdr_size() + locks + index + slots;
+  return sw__kt_hdr_size() + locks + tags + slots;
 }
 
 /* The table's kind and the limits of a keyed rule. */
@@ -441,8 +432,8 @@ static int sw__kt_init(void *mem, uint64_t size, const void *config_, bool share
   h->wl = c->interval_ms / c->windows;
   sw__kt_seed(h->seed);
   h->locks_off = sw__kt_hdr_size();
-  h->index_off = h->locks_off + sw__round_up((uint64_t)nl * sizeof(pthread_mutex_t), SW_CACHE_LINE);
-  h->slots_off = h->index_off + (uint64_t)nb * SW__KT_WAYS * 8;
+  h->tags_off = h->locks_off + sw__round_up((uint64_t)nl * sizeof(pthread_mutex_t), SW_CACHE_LINE);
+  h->slots_off = h->tags_off + sw__round_up((uint64_t)nb * SW__KT_WAYS, SW_CACHE_LINE);
   int rc = sw__robust_init(&h->rule_lock, shared);
   pthread_mutex_t *locks = (pthread_mutex_t *)((char *)mem + h->locks_off);
   for (uint32_t i = 0; rc == SW_OK && i < nl; i++) rc = sw__robust_init(&locks[i], shared);
@@ -476,21 +467,23 @@ static int sw__kt_bind(sw_keyed *k, void *mem, uint64_t size) {
       h->total_size != sw__kt_size(c, &nb, &nl) || h->total_size > size || h->nbuckets != nb ||
       h->nlocks != nl || h->slot_size != sw__kt_slot_size(c) ||
       h->wl != c->interval_ms / c->windows || h->locks_off != sw__kt_hdr_size() ||
-      h->index_off != h->locks_off + sw__round_up((uint64_t)nl * sizeof(pthread_mutex_t),
-                                                  SW_CACHE_LINE) ||
-      h->slots_off != h->index_off + (uint64_t)nb * SW__KT_WAYS * 8)
+      h->tags_off != h->locks_off + sw__round_up((uint64_t)nl * sizeof(pthread_mutex_t),
+                                                 SW_CACHE_LINE) ||
+      h->slots_off != h->tags_off + sw__round_up((uint64_t)nb * SW__KT_WAYS, SW_CACHE_LINE))
     return sw__fail(SW_ECORRUPT, "keyed table header describes a layout that does not fit "
                     "(%llu of %llu bytes)", (unsigned long long)h->total_size,
                     (unsigned long long)size);
   k->hdr = h;
   k->locks = (pthread_mutex_t *)((char *)mem + h->locks_off);
-  k->index = (_Atomic uint64_t *)((char *)mem + h->index_off);
+  k->tags = (_Atomic uint64_t *)((char *)mem + h->tags_off);
   k->slots = (unsigned char *)mem + h->slots_off;
   k->nbuckets = nb;
   k->slot_size = h->slot_size;
   k->key_words = c->key_bytes / 8;
   k->windows = c->windows;
   k->state_words = sw__kt_state_words_of(c);
+  k->win_word = 1 + k->key_words + k->state_words - k->windows;
+  k->unit_interval = c->interval_ms == 1000;
   k->kind = h->kind;
   k->wl = h->wl;
   k->isec = (double)c->interval_ms / 1000.0;
