@@ -260,17 +260,21 @@ START_TEST(test_full_of_active_keys) {
     sw_keyed_info in = info(k);
     if (policies[p] == SW_FULL_EVICT) {
       ck_assert_int_eq(d.verdict, PASS);
+      ck_assert_int_eq(d.full, 0); /* it has a place */
       ck_assert_int_eq(in.evicted, 1);
       ck_assert_int_eq(key_pass(k, 1100, "k0"), -1);
       ck_assert_int_eq(key_pass(k, 1100, "new"), 1);
     } else {
       ck_assert_int_eq(d.verdict, policies[p] == SW_FULL_OPEN ? PASS : BLOCK);
+      ck_assert_int_eq(d.full, 1);
       ck_assert_int_eq(in.refused, 1);
       ck_assert_int_eq(key_pass(k, 1100, "new"), -1);
       ck_assert_int_eq(key_pass(k, 1100, "k0"), 1);
     }
     /* once the keys are idle, the new key gets a place without loss */
-    ck_assert_int_eq(enter(k, 5000, "new").verdict, PASS);
+    d = enter(k, 5000, "new");
+    ck_assert_int_eq(d.verdict, PASS);
+    ck_assert_int_eq(d.full, 0);
     ck_assert_int_eq(key_pass(k, 5000, "new"), 1);
     sw_keyed_free(k);
     sw_options_free(o);

@@ -103,7 +103,7 @@ typedef struct sw_decision {
   int64_t retry_after_ms;
   int64_t remaining;
   int32_t would_block;
-  int32_t reserved32;
+  int32_t full;
   int64_t reserved[3];
 } sw_decision;
 int sw_limiter_create(sw_limiter **out, const sw_options *opts);

@@ -318,6 +318,7 @@ int sw__kt_decide(sw_keyed *k, const sw__rule *r, int64_t t, const sw__kt_ref *r
 static void sw__kt_refused(sw_keyed *k, int64_t t, int64_t n, sw_decision *d) {
   sw__kt_totals *tot = sw__kt_my_totals(k);
   atomic_fetch_add_explicit(&tot->refused, 1, memory_order_relaxed);
+  d->full = 1;
   if (k->hdr->cfg.on_full == SW_FULL_OPEN) {
     atomic_fetch_add_explicit(&tot->pass, n, memory_order_relaxed);
     return;

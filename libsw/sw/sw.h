@@ -578,7 +578,8 @@ typedef struct sw_decision {
   int64_t remaining;      /* units still admissible now, after this decision */
   int32_t would_block;    /* dry-run rule: 1 when enforcing it would have blocked (the
                              verdict is PASS; the block is counted as WOULD_BLOCK) */
-  int32_t reserved32;     /* zero */
+  int32_t full;           /* keyed table: 1 when a new key found no place and
+                             SW_OPT_KEYED_ON_FULL open or closed decided; else 0 */
   int64_t reserved[3];    /* zero */
 } sw_decision;
 
@@ -822,8 +823,9 @@ SW_API int sw_segment_created(const sw_segment *seg);
  * keeps only what the rule needs — the sliding-window counts of the reject
  * behaviour (a window's number and count in one word), the last admission
  * for pacing, the requests in flight for the concurrency grade — in
- * SW_OPT_KEY_BYTES + 8 x (3 + windows) bytes: 56 for keys of up to 16 bytes
- * and the default 2 windows. A key whose windows have all left the interval
+ * 9 + SW_OPT_KEY_BYTES + 8 x (1 + windows) bytes (8 more with pacing or
+ * the concurrency grade): 49 for keys of up to 16 bytes and the default 2
+ * windows. A key whose windows have all left the interval
  * holds nothing, and its place is given to a new key (reclaimed); only when
  * both of a new key's buckets are full of keys active right now does
  * SW_OPT_KEYED_ON_FULL apply. Entries of existing keys take no lock; they
@@ -883,7 +885,7 @@ typedef struct sw_keyed_info {
   uint32_t windows;     /* windows of the rule's interval */
   int64_t interval_ms;
   int64_t bytes;        /* the table's memory, all of it reserved */
-  int64_t bytes_per_key; /* what one key takes: its place and its index word */
+  int64_t bytes_per_key; /* what one key takes: its place and its tag byte */
   int64_t keys;         /* keys present (active or idle) */
   int64_t inserted;     /* keys inserted since creation */
   int64_t reclaimed;    /* ... into the place of an idle key (nothing lost) */
