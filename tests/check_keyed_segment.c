@@ -195,6 +195,13 @@ START_TEST(test_killed_inside_an_insert) {
         CHILD_CHECK(d.verdict == SW_VERDICT_PASS || i >= 15, 5);
       }
       CHILD_CHECK(kpass(k, 100000, "newcomer") == 5, 6);
+      /* no place was lost: 16 keys active at once all find one */
+      for (int i = 0; i < 16; i++) {
+        char key[8];
+        snprintf(key, sizeof key, "new%d", i);
+        CHILD_CHECK(sw_keyed_entry_at(k, 200000, key, strlen(key), 1, 0, &d) == SW_OK, 7);
+        CHILD_CHECK(d.verdict == SW_VERDICT_PASS && !d.full, 8);
+      }
       _exit(0);
     }
     ck_assert_msg(wait_child(check) == 0, "after a kill at %s", points[p]);

@@ -159,20 +159,27 @@ static int sw__kt_decide_reject(sw_keyed *k, const sw__rule *r, int64_t t, uint3
 
 /* The common entry in one pass: a key of up to 16 bytes the table holds,
  * a reject rule, the key's older windows sealed, no newer window, room
- * left, no other thread on the word. 1 when decided and counted; 0 (nothing
- * done) sends the entry to the general path, which handles every case. */
+ * left, no other thread on the word. SW__KT_FAST_DONE when decided and
+ * counted; otherwise nothing is done and the general path takes over, told
+ * what the lookup found: SW__KT_FAST_ABSENT (no such key; *q prepared for
+ * an insert) or SW__KT_FAST_FOUND (*ref is its place). */
+#define SW__KT_FAST_DONE 2
+#define SW__KT_FAST_FOUND 1
+#define SW__KT_FAST_ABSENT 0
 static inline __attribute__((always_inline)) int sw__kt_fast(sw_keyed *k, int64_t t,
                                                              const unsigned char *key, size_t len,
                                                              int64_t n, double threshold,
-                                                             sw_decision *d) {
-  sw__kt_key q;
+                                                             sw_decision *d, sw__kt_key *q,
+                                                             sw__kt_ref *ref) {
   uint64_t meta;
-  sw__kt_prepare_short(k, key, len, &q);
-  int64_t idx = sw__kt_in_bucket(k, &q, q.b[0], true, &meta);
+  sw__kt_prepare_short(k, key, len, q);
+  int64_t idx = sw__kt_in_bucket(k, q, q->b[0], &meta);
   if (idx < 0) {
-    sw__kt_place_second(k, &q);
-    if (q.b[1] == q.b[0] || (idx = sw__kt_in_bucket(k, &q, q.b[1], true, &meta)) < 0) return 0;
+    sw__kt_place_second(k, q);
+    if (q->b[1] == q->b[0] || (idx = sw__kt_in_bucket(k, q, q->b[1], &meta)) < 0)
+      return SW__KT_FAST_ABSENT;
   }
+  *ref = (sw__kt_ref){(uint32_t)idx, meta};
   const uint32_t nw = k->windows, gen = sw__kt_mgen(meta);
   _Atomic uint64_t *win = sw__kt_win(k, (uint32_t)idx);
   const int64_t wid = t / k->wl;
@@ -185,27 +192,27 @@ static inline __attribute__((always_inline)) int sw__kt_fast(sw_keyed *k, int64_
     const uint64_t w = atomic_load_explicit(&win[j], memory_order_relaxed);
     if ((w & ~(uint64_t)SW__KT_COUNT_MAX) !=
         (sw__kt_word(gen, tag - back, 0) | SW__KT_SEAL))
-      return 0; /* to seal, absent, newer or another key's */
+      return SW__KT_FAST_FOUND; /* to seal, absent, newer or another key's */
     pass += sw__kt_count(w);
   }
   uint64_t c = atomic_load_explicit(&win[cur], memory_order_relaxed);
   const bool same = sw__kt_wid(c) == tag;
   if (sw__kt_wgen(c) != gen || (same && (c & SW__KT_SEAL)) ||
       (!same && sw__kt_live(c) && ((sw__kt_wid(c) - tag) & SW__KT_WID_MASK) <= SW__KT_HALF))
-    return 0;
+    return SW__KT_FAST_FOUND;
   const int64_t used = pass + (same ? sw__kt_count(c) : 0);
   /* the block path, with its retry; a 1 s interval needs no division */
   if (k->unit_interval ? (double)(used + n) > threshold : sw__kt_over(k, used, n, threshold))
-    return 0;
+    return SW__KT_FAST_FOUND;
   const uint64_t next = same ? c + (uint64_t)n : sw__kt_word(gen, wid, n);
   if (!atomic_compare_exchange_strong_explicit(&win[cur], &c, next, memory_order_relaxed,
                                                memory_order_relaxed))
-    return 0;
+    return SW__KT_FAST_FOUND;
   atomic_fetch_add_explicit(&sw__kt_my_totals(k)->pass, n, memory_order_relaxed);
   d->remaining = sw__kt_left(threshold, k->unit_interval
                                             ? used + n
                                             : (int64_t)((double)(used + n) / k->isec));
-  return 1;
+  return SW__KT_FAST_DONE;
 }
 
 /* Pacing per key (a leaky bucket, as nginx's limit_req): the last
@@ -348,17 +355,20 @@ SW_API int sw_keyed_entry_at(sw_keyed *k, int64_t t, const void *key, size_t len
   memset(d, 0, sizeof *d);
   sw__rule r;
   sw__rule_box_hot(&k->hdr->rule, &r);
-  if (k->kind == SW__KT_REJECT && !r.dry_run && len - 1 < 16 &&
-      sw__kt_fast(k, t, key, len, n, r.threshold, d))
-    return SW_OK;
-  if (k->kind != SW__KT_REJECT) sw__rule_box_load(&k->hdr->rule, &r, true);
   sw__kt_key q;
-  int rc = sw__kt_prepare(k, key, len, &q);
-  if (rc < 0) return rc;
   sw__kt_ref ref;
+  int rc, known = -1; /* what a first lookup found: SW__KT_FAST_*, -1 none made */
+  if (k->kind == SW__KT_REJECT && !r.dry_run && len - 1 < 16) {
+    known = sw__kt_fast(k, t, key, len, n, r.threshold, d, &q, &ref);
+    if (known == SW__KT_FAST_DONE) return SW_OK;
+  } else if ((rc = sw__kt_prepare(k, key, len, &q)) < 0) {
+    return rc;
+  }
+  if (k->kind != SW__KT_REJECT) sw__rule_box_load(&k->hdr->rule, &r, true);
   for (int tries = 1;; tries++) {
-    rc = sw__kt_find(k, &q, &ref);
-    if (!rc && (rc = sw__kt_find_or_insert(k, t, &q, &ref)) <= 0) {
+    rc = known >= 0 ? known : sw__kt_find(k, &q, &ref);
+    known = -1;
+    if (!rc && (rc = sw__kt_insert(k, t, &q, &ref)) <= 0) {
       if (rc < 0) return rc;
       sw__kt_refused(k, t, n, d);
       return SW_OK;

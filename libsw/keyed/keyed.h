@@ -240,19 +240,19 @@ static inline bool sw__kt_same_key(const sw_keyed *k, uint32_t idx, const sw__kt
   return true;
 }
 
-/* The slot of q in bucket b whose meta and key match, or -1. tags: only
- * the slots whose tag matches q's (a lock-free lookup); otherwise all
- * (under the lock, where a tag being written cannot hide a key). */
-static inline __attribute__((always_inline)) int64_t sw__kt_in_bucket(const sw_keyed *k, const sw__kt_key *q, uint32_t b,
-                                       bool tags, uint64_t *meta) {
+/* The slot of q in bucket b whose meta and key match, or -1: only the
+ * slots whose tag matches q's are read (no lock: a tag is written before
+ * its slot turns READY). */
+static inline __attribute__((always_inline)) int64_t sw__kt_in_bucket(const sw_keyed *k,
+                                                                      const sw__kt_key *q,
+                                                                      uint32_t b, uint64_t *meta) {
   const uint64_t want = sw__kt_meta(SW__KT_READY, 0, q->low);
   const uint64_t lo = UINT64_C(0x0101010101010101), hi = UINT64_C(0x8080808080808080);
   for (uint32_t half = 0; half < 2; half++) {
-    uint64_t match = hi;
-    if (tags) { /* bytes equal to q's tag: a zero byte of x (SWAR) */
-      uint64_t x = atomic_load_explicit(&k->tags[b * 2 + half], memory_order_relaxed) ^ q->tags;
-      match = (x - lo) & ~x & hi;
-    }
+    /* bytes equal to q's tag: a zero byte of x (SWAR; a byte above a zero
+     * byte may match falsely, which the meta check then refuses) */
+    uint64_t x = atomic_load_explicit(&k->tags[b * 2 + half], memory_order_relaxed) ^ q->tags;
+    uint64_t match = (x - lo) & ~x & hi;
     for (; match; match &= match - 1) {
       uint32_t idx = b * SW__KT_WAYS + half * 8 + (uint32_t)(__builtin_ctzll(match) / 8);
       uint64_t m = atomic_load_explicit(sw__kt_meta_of(k, idx), memory_order_acquire);
@@ -270,10 +270,11 @@ static inline __attribute__((always_inline)) int64_t sw__kt_in_bucket(const sw_k
 int sw__kt_prepare(const sw_keyed *k, const void *key, size_t len, sw__kt_key *q);
 /* Find q's slot without a lock: 1 and *ref, or 0. */
 int sw__kt_find(const sw_keyed *k, const sw__kt_key *q, sw__kt_ref *ref);
-/* Find q's slot, inserting the key (reclaiming or evicting as the table's
- * policy says) when it is absent. 1 found or inserted, 0 refused by the
- * full-table policy, or a negative code (a lock timed out). */
-int sw__kt_find_or_insert(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_ref *ref);
+/* Insert q, which a lookup without the lock did not find (reclaiming or
+ * evicting as the table's policy says), or find it if it came meanwhile.
+ * 1 found or inserted, 0 refused by the full-table policy, or a negative
+ * code (a lock timed out). */
+int sw__kt_insert(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_ref *ref);
 /* Take and release the locks of q's buckets: a place being given to
  * another key is then settled (its giver finished, or repaired if it died). */
 int sw__kt_settle(sw_keyed *k, const sw__kt_key *q);

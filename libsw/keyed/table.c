@@ -70,20 +70,16 @@ int sw__kt_prepare(const sw_keyed *k, const void *key, size_t len, sw__kt_key *q
 
 /* ---------------------------------------------------------------- lookup */
 
-static int sw__kt_find_ex(const sw_keyed *k, const sw__kt_key *q, sw__kt_ref *ref, bool tags) {
+int sw__kt_find(const sw_keyed *k, const sw__kt_key *q, sw__kt_ref *ref) {
   for (int j = 0; j < 2; j++) {
     if (j == 1 && q->b[1] == q->b[0]) break;
-    int64_t idx = sw__kt_in_bucket(k, q, q->b[j], tags, &ref->meta);
+    int64_t idx = sw__kt_in_bucket(k, q, q->b[j], &ref->meta);
     if (idx >= 0) {
       ref->idx = (uint32_t)idx;
       return 1;
     }
   }
   return 0;
-}
-
-int sw__kt_find(const sw_keyed *k, const sw__kt_key *q, sw__kt_ref *ref) {
-  return sw__kt_find_ex(k, q, ref, true);
 }
 
 /* ------------------------------------------------------------- idle keys */
@@ -173,6 +169,16 @@ static bool sw__kt_move_words(sw_keyed *k, uint32_t idx, uint32_t gen, int64_t t
   return true;
 }
 
+/* Set slot idx's tag byte (0: the slot is EMPTY), under its bucket's lock:
+ * nobody else writes that bucket's tags. */
+static void sw__kt_set_tag(sw_keyed *k, uint32_t idx, uint64_t tag) {
+  _Atomic uint64_t *tw = &k->tags[idx / 8];
+  const unsigned shift = (idx % 8) * 8;
+  uint64_t tags = atomic_load_explicit(tw, memory_order_relaxed);
+  tags = (tags & ~(UINT64_C(0xff) << shift)) | ((tag & 0xff) << shift);
+  atomic_store_explicit(tw, tags, memory_order_relaxed);
+}
+
 /* Repair the buckets of a lock whose holder died: a key half written goes
  * back to EMPTY; words half moved to the next generation are completed (the
  * key was idle or evicted: nothing of it is kept) or, if the move had not
@@ -188,14 +194,16 @@ static void sw__kt_repair(void *arg) {
       _Atomic uint64_t *w = sw__kt_blocks(k, idx);
       if (sw__kt_state(m) == SW__KT_BUSY) {
         atomic_store(sw__kt_meta_of(k, idx), sw__kt_meta(SW__KT_EMPTY, gen, 0));
-        continue;
+        m = sw__kt_meta(SW__KT_EMPTY, gen, 0);
       }
+      if (sw__kt_state(m) == SW__KT_EMPTY) sw__kt_set_tag(k, idx, 0); /* (again, if killed) */
       if (sw__kt_state(m) != SW__KT_READY) continue;
       for (uint32_t i = 0; i < nw; i++)
         moved += sw__kt_wgen(atomic_load(&w[i])) == ((gen + 1) & SW__KT_GEN_MASK);
       if (moved == 0) continue;
       if (moved == nw) {
         atomic_store(sw__kt_meta_of(k, idx), sw__kt_meta(SW__KT_EMPTY, gen + 1, 0));
+        sw__kt_set_tag(k, idx, 0);
         atomic_fetch_sub(&k->hdr->keys, 1);
       } else {
         for (uint32_t i = 0; i < nw; i++)
@@ -241,9 +249,11 @@ int sw__kt_settle(sw_keyed *k, const sw__kt_key *q) {
 
 /* ---------------------------------------------------------------- insert */
 
-/* Write q into slot idx, its state words already at gen (under the lock):
- * BUSY, the key, its tag, then READY. */
-static void sw__kt_fill(sw_keyed *k, uint32_t idx, uint32_t gen, const sw__kt_key *q) {
+/* Write q into slot idx, its state words already at gen and empty (under
+ * the lock): BUSY, the key, its tag, then READY. A reject table's key
+ * starts with the older windows of t's interval sealed, as its first
+ * admission would seal them (no entry can see the words before READY). */
+static void sw__kt_fill(sw_keyed *k, uint32_t idx, uint32_t gen, const sw__kt_key *q, int64_t t) {
   _Atomic uint64_t *meta = sw__kt_meta_of(k, idx);
   atomic_store_explicit(meta, sw__kt_meta(SW__KT_BUSY, gen, 0), memory_order_relaxed);
   atomic_thread_fence(memory_order_release);
@@ -252,22 +262,41 @@ static void sw__kt_fill(sw_keyed *k, uint32_t idx, uint32_t gen, const sw__kt_ke
     atomic_store_explicit(&w[i], i < q->nwords ? q->w[i] : 0, memory_order_relaxed);
     if (i == 0) SW__KILL_POINT("keyed-fill");
   }
-  /* the bucket's lock is held: nobody else writes its tags */
-  _Atomic uint64_t *tw = &k->tags[idx / 8];
-  const unsigned shift = (idx % 8) * 8;
-  uint64_t tags = atomic_load_explicit(tw, memory_order_relaxed);
-  tags = (tags & ~(UINT64_C(0xff) << shift)) | ((q->tags & 0xff) << shift);
-  atomic_store_explicit(tw, tags, memory_order_relaxed);
+  if (k->kind == SW__KT_REJECT) {
+    const uint32_t nw = k->windows;
+    const int64_t wid = sw__kt_wid_of(k, t);
+    _Atomic uint64_t *win = sw__kt_win(k, idx);
+    for (uint32_t back = 1; back < nw; back++)
+      atomic_store_explicit(&win[(uint64_t)(wid - back) % nw],
+                            sw__kt_word(gen, wid - (int64_t)back, 0) | SW__KT_SEAL,
+                            memory_order_relaxed);
+  }
+  sw__kt_set_tag(k, idx, q->tags);
   atomic_store_explicit(meta, sw__kt_meta(SW__KT_READY, gen, q->low), memory_order_release);
 }
 
-int sw__kt_find_or_insert(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_ref *ref) {
-  if (sw__kt_find(k, q, ref)) return 1;
+/* How many slots of bucket b are EMPTY, and the first (*first): those with
+ * a zero tag byte (the tags of a bucket whose lock is held say exactly
+ * which slots are EMPTY). */
+static int64_t sw__kt_empties(const sw_keyed *k, uint32_t b, int64_t *first) {
+  const uint64_t low7 = UINT64_C(0x7f7f7f7f7f7f7f7f), ones = UINT64_C(0x0101010101010101);
+  int64_t count = 0;
+  *first = -1;
+  for (uint32_t half = 0; half < 2; half++) {
+    uint64_t x = atomic_load_explicit(&k->tags[b * 2 + half], memory_order_relaxed);
+    uint64_t zero = ~(((x & low7) + low7) | x | low7); /* 0x80 in each zero byte, exactly */
+    if (zero && *first < 0) *first = b * SW__KT_WAYS + half * 8 + __builtin_ctzll(zero) / 8;
+    count += (int64_t)(((zero >> 7) * ones) >> 56);
+  }
+  return count;
+}
+
+int sw__kt_insert(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_ref *ref) {
   if (k->readonly) return sw__fail(SW_EPERM, "attached read-only: no new keys");
   uint32_t lk[2];
   int rc = sw__kt_lock(k, q, lk);
   if (rc < 0) return rc;
-  if (sw__kt_find_ex(k, q, ref, false)) { /* inserted meanwhile */
+  if (sw__kt_find(k, q, ref)) { /* inserted meanwhile */
     sw__kt_unlock(k, lk);
     return 1;
   }
@@ -276,18 +305,17 @@ int sw__kt_find_or_insert(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_re
    * the key active least recently (an eviction, if the policy allows). */
   const int nb = q->b[1] == q->b[0] ? 1 : 2;
   int64_t first[2] = {-1, -1}, count[2] = {0, 0};
-  for (int j = 0; j < nb; j++)
-    for (uint32_t idx = q->b[j] * SW__KT_WAYS; idx < (q->b[j] + 1) * SW__KT_WAYS; idx++)
-      if (sw__kt_state(atomic_load_explicit(sw__kt_meta_of(k, idx), memory_order_acquire)) ==
-          SW__KT_EMPTY) {
-        if (first[j] < 0) first[j] = idx;
-        count[j]++;
-      }
+  for (int j = 0; j < nb; j++) count[j] = sw__kt_empties(k, q->b[j], &first[j]);
   rc = 0;
   int j = count[1] > count[0];
   if (count[j] > 0) {
     uint32_t idx = (uint32_t)first[j];
-    sw__kt_fill(k, idx, sw__kt_mgen(atomic_load(sw__kt_meta_of(k, idx))), q);
+    uint64_t m = atomic_load_explicit(sw__kt_meta_of(k, idx), memory_order_relaxed);
+    if (sw__unlikely(sw__kt_state(m) != SW__KT_EMPTY)) { /* a damaged tag: never trusted */
+      sw__kt_unlock(k, lk);
+      return sw__fail(SW_ECORRUPT, "keyed table: slot %u is tagged empty but holds a key", idx);
+    }
+    sw__kt_fill(k, idx, sw__kt_mgen(m), q, t);
     atomic_fetch_add_explicit(&k->hdr->keys, 1, memory_order_relaxed);
     *ref = (sw__kt_ref){idx, atomic_load(sw__kt_meta_of(k, idx))};
     rc = 1;
@@ -320,7 +348,7 @@ int sw__kt_find_or_insert(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_re
     if (first[j] < 0) continue;
     const uint32_t idx = (uint32_t)first[j], gen = sw__kt_mgen(atomic_load(sw__kt_meta_of(k, idx)));
     if (!sw__kt_move_words(k, idx, gen, t, pass == 0)) continue; /* came back to life */
-    sw__kt_fill(k, idx, gen + 1, q);
+    sw__kt_fill(k, idx, gen + 1, q, t);
     atomic_fetch_add_explicit(pass == 0 ? &k->hdr->reclaimed : &k->hdr->evicted, 1,
                               memory_order_relaxed);
     *ref = (sw__kt_ref){idx, atomic_load(sw__kt_meta_of(k, idx))};
