@@ -1,7 +1,8 @@
 /* Keyed table benchmarks: ns per entry (wall clock) and, under callgrind,
  * instructions per entry (run_case only: see bench/run.sh).
- *   existing KEYS THREADS OPS [heap|shm]  entries of KEYS existing 4-byte keys, in a
- *                                         scrambled order (each thread its own keys)
+ *   existing KEYS THREADS OPS [heap|shm|procs]  entries of KEYS existing 4-byte keys, in a
+ *                                         scrambled order (each thread its own keys; procs:
+ *                                         THREADS processes on one shared segment)
  *   new      KEYS THREADS OPS [heap|shm]  every entry a key never seen (a table of OPS)
  *   clock    KEYS 1 OPS                    existing keys through sw_keyed_entry (clock read)
  *   memory   KEYS                          resident memory after KEYS distinct keys in a
@@ -78,7 +79,7 @@ static sw_keyed *table(uint32_t capacity, const char *storage, char *name, size_
   sw_options_create(&o);
   sw_options_set_double(o, SW_OPT_THRESHOLD, 1e6); /* every entry passes */
   int rc;
-  if (strcmp(storage, "shm") == 0) {
+  if (strcmp(storage, "heap") != 0) {
     snprintf(name, n, "sw-bench-keyed-%d", (int)getpid());
     rc = sw_keyed_open(&k, name, capacity, o, SW_SEGMENT_RESET);
   } else {
@@ -147,15 +148,25 @@ int main(int argc, char **argv) {
       run_case(&pre);
     }
   }
+  const int procs = strcmp(storage, "procs") == 0;
+  pid_t pids[64];
   double t0 = now_s();
-  for (int i = 0; i < threads; i++) {
-    if (threads == 1)
+  for (int i = 0; i < threads && i < 64; i++) {
+    if (procs) {
+      if ((pids[i] = fork()) == 0) {
+        run_case(&jobs[i]);
+        _exit(0);
+      }
+    } else if (threads == 1) {
       run_case(&jobs[i]);
-    else
+    } else {
       pthread_create(&jobs[i].tid, NULL, thread_main, &jobs[i]);
+    }
   }
-  if (threads > 1)
-    for (int i = 0; i < threads; i++) pthread_join(jobs[i].tid, NULL);
+  for (int i = 0; i < threads && i < 64; i++) {
+    if (procs) waitpid(pids[i], NULL, 0);
+    else if (threads > 1) pthread_join(jobs[i].tid, NULL);
+  }
   double dt = now_s() - t0;
   printf("case=%s storage=%s keys=%u threads=%d ops=%ld ns_per_op=%.2f mops_total=%.2f\n", name,
          storage, keys, threads, ops, dt * 1e9 / (double)ops, (double)ops * threads / dt / 1e6);

@@ -49,9 +49,9 @@ echo "# keyed table: entries of existing keys (4-byte IPv4 keys, explicit time; 
 make -C "$b" -s bench/bench_keyed >/dev/null
 SW_FIELD=6
 for keys in 1000 1000000; do best "$b/bench/bench_keyed" existing "$keys" 1 3000000; done
-best "$b/bench/bench_keyed" existing 1000 2 3000000
-best "$b/bench/bench_keyed" existing 1000 1 3000000 shm
-best "$b/bench/bench_keyed" existing 1000 2 3000000 shm
+for st in heap procs; do
+  for t in 1 2; do best "$b/bench/bench_keyed" existing 1000 "$t" 3000000 "$st"; done
+done
 best "$b/bench/bench_keyed" new 1 1 1000000
 best "$b/bench/bench_keyed" clock 1000 1 3000000
 echo "# keyed table: callgrind instructions per entry (1 thread; only sw_keyed_entry_at)"

@@ -19,7 +19,8 @@ step "C unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (clang)"
 sw_build _build/asan CC=clang \
   CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
   LDFLAGS="-fsanitize=address,undefined"
-ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 make -C _build/asan -s -j"$jobs" check
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 CK_TIMEOUT_MULTIPLIER=3 \
+  make -C _build/asan -s -j"$jobs" check
 
 step "C unit tests under ThreadSanitizer (clang)"
 sw_build _build/tsan CC=clang CFLAGS="-O1 -g -fsanitize=thread" LDFLAGS="-fsanitize=thread"
