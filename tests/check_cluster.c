@@ -1241,7 +1241,8 @@ static void recovery_edge(int policy, const char *name) {
   memset(m, 0, sizeof *m);
   char resource[64];
   snprintf(resource, sizeof resource, "edge-%s-%d", name, (int)getpid());
-  const int64_t ms = 4500;
+  /* 4 s after the restart: leases come back within a retry (1 s), loaded machine or not */
+  const int64_t ms = 6500;
   pid_t pid[2], parent = getpid();
   for (int i = 0; i < 2; i++) {
     pid[i] = fork();
