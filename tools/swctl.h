@@ -40,18 +40,28 @@ typedef struct swctl_resource {
   int nhistory; /* oldest first */
 } swctl_resource;
 
+/* What a scan of a whole keyed table finds. */
+typedef struct swctl_scan {
+  int64_t active;       /* keys with a pass or a block in the interval */
+  sw_keyed_key *top[2]; /* SW_KEYED_BY_PASS, SW_KEYED_BY_BLOCK: most first */
+  int ntop[2];
+} swctl_scan;
+
 /* A keyed table (swctl_keyed.c): one resource, swctl.res[0]; what only a
  * keyed table has is here, read at each poll. */
 #define SWCTL_TOP_MAX 1000 /* --top: bounds the Prometheus series per table */
 typedef struct swctl_keyed {
   sw_keyed *k;
   sw_keyed_info info;
-  int64_t active;   /* keys with a pass or a block in the interval */
   int64_t polled;   /* monotonic ms of the last poll, 0 before the first */
   int64_t span_ms;  /* between the last two polls: the rates' (0: no rates yet) */
   uint32_t topn;    /* keys in each top list */
-  sw_keyed_key *top[2]; /* SW_KEYED_BY_PASS, SW_KEYED_BY_BLOCK: topn each */
-  int ntop[2];
+  swctl_scan shown; /* the last scan a poll took in */
+  swctl_scan next;  /* a scan made before the poll that takes it in (staged) */
+  sw_keyed_key *tops; /* the memory of the four lists */
+  int staged;
+  int64_t scanned;  /* monotonic ms when the last scan started */
+  int64_t scan_ms;  /* how long it took */
   int drop_pages;   /* scans give back the pages they read (a one-shot dump) */
 } swctl_keyed;
 
@@ -141,11 +151,18 @@ void swctl_log_close(swctl_log *log);
 /* swctl_keyed.c: attach, and read at each poll */
 int swctl_keyed_open(swctl *c, const char *segment, uint32_t topn);
 void swctl_keyed_close(swctl *c);
+/* The top keys and the active ones, one pass over the table into
+ * c->keyed->next, when due: a scan may take at most a tenth of the time
+ * (so a table too large to scan every second is scanned less often).
+ * swctl_run calls it before it takes the lock, so readers go on. */
+void swctl_keyed_scan(swctl *c);
+/* Totals and key counts, and the staged scan taken in (made now if no
+ * swctl_run calls swctl_keyed_scan). */
 int swctl_keyed_poll(swctl *c);
-/* Every key present at the last poll's time, SWCTL_KEYED_CHUNK at a time:
- * memory does not grow with the keys. 0, or a negative sw_err. */
+/* Every key present at t, SWCTL_KEYED_CHUNK at a time: memory does not
+ * grow with the keys. 0, or a negative sw_err. */
 #define SWCTL_KEYED_CHUNK 1024 /* 176 KiB */
-int swctl_keyed_each(swctl *c, void (*fn)(void *user, const sw_keyed_key *keys, int n),
+int swctl_keyed_each(swctl *c, int64_t t, void (*fn)(void *user, const sw_keyed_key *keys, int n),
                      void *user);
 /* A key as text in out (SWCTL_KEY_TEXT bytes): an IPv4 or IPv6 address,
  * text, 0x and hex, or digest: and hex; returns its kind's name. */

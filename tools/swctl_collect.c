@@ -195,6 +195,7 @@ int swctl_run(swctl *c, long seconds, volatile int *stop, void (*tick)(void *use
   while (!*stop && mono_ms() < end) {
     int64_t now = mono_ms();
     if (now >= next_poll) {
+      if (c->keyed) swctl_keyed_scan(c); /* the long part, before the lock */
       if (c->lock) pthread_rwlock_wrlock(c->lock);
       swctl_poll(c);
       c->generation++;

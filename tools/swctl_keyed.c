@@ -1,8 +1,8 @@
 /* A keyed table read as one resource: its rule and totals (since the table
- * was created: a keyed table keeps no history per second), its key counts
- * and its top keys, read at each poll (one streaming pass over the table);
- * the change of its totals between two polls is the resource's second
- * (history, metric log, rates). */
+ * was created: a keyed table keeps no history per second) and its key
+ * counts, read at each poll; its top keys, from a streaming pass over the
+ * table made before the poll takes the lock; and the change of its totals
+ * between two polls as the resource's second (history, metric log, rates). */
 #include <arpa/inet.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +15,7 @@
 int swctl_keyed_open(swctl *c, const char *segment, uint32_t topn) {
   swctl_keyed *kt = calloc(1, sizeof *kt);
   swctl_resource *r = calloc(1, sizeof *r);
-  sw_keyed_key *top = topn ? calloc(2 * (size_t)topn, sizeof *top) : NULL;
+  sw_keyed_key *top = topn ? calloc(4 * (size_t)topn, sizeof *top) : NULL;
   int rc = kt && r && (top || !topn) ? sw_keyed_open(&kt->k, segment, 0, NULL, SW_SEGMENT_READONLY)
                                       : SW_ENOMEM;
   if (rc != SW_OK) {
@@ -25,8 +25,11 @@ int swctl_keyed_open(swctl *c, const char *segment, uint32_t topn) {
     return rc;
   }
   kt->topn = topn;
-  kt->top[SW_KEYED_BY_PASS] = top;
-  kt->top[SW_KEYED_BY_BLOCK] = top ? top + topn : NULL;
+  kt->tops = top;
+  for (int i = 0; top && i < 2; i++) {
+    kt->shown.top[i] = top + i * topn;
+    kt->next.top[i] = top + (2 + i) * topn;
+  }
   r->name = segment; /* the table is its segment's only resource */
   r->keyed = kt->k;
   c->keyed = kt;
@@ -38,7 +41,7 @@ int swctl_keyed_open(swctl *c, const char *segment, uint32_t topn) {
 void swctl_keyed_close(swctl *c) {
   if (c->keyed == NULL) return;
   sw_keyed_free(c->keyed->k);
-  free(c->keyed->top[SW_KEYED_BY_PASS]);
+  free(c->keyed->tops);
   free(c->keyed);
   c->keyed = NULL;
 }
@@ -66,14 +69,14 @@ static void drop_pages(const char *segment) {
   fclose(maps);
 }
 
-int swctl_keyed_each(swctl *c, void (*fn)(void *user, const sw_keyed_key *keys, int n),
+int swctl_keyed_each(swctl *c, int64_t t, void (*fn)(void *user, const sw_keyed_key *keys, int n),
                      void *user) {
   swctl_keyed *kt = c->keyed;
   sw_keyed_key *keys = malloc(SWCTL_KEYED_CHUNK * sizeof *keys);
   if (keys == NULL) return SW_ENOMEM;
   uint64_t cursor = 0;
   int n, chunks = 0;
-  while ((n = sw_keyed_scan_at(kt->k, kt->polled, &cursor, keys, SWCTL_KEYED_CHUNK)) > 0) {
+  while ((n = sw_keyed_scan_at(kt->k, t, &cursor, keys, SWCTL_KEYED_CHUNK)) > 0) {
     fn(user, keys, n);
     if (kt->drop_pages && ++chunks % 64 == 0) drop_pages(c->segment_name);
   }
@@ -108,8 +111,8 @@ static void sift_down(sw_keyed_key *h, int n, int i, int by) {
 }
 
 static void offer(swctl_keyed *kt, const sw_keyed_key *k, int by) {
-  sw_keyed_key *h = kt->top[by];
-  int *n = &kt->ntop[by];
+  sw_keyed_key *h = kt->next.top[by];
+  int *n = &kt->next.ntop[by];
   if (value(k, by) <= 0 || kt->topn == 0) return;
   if (*n < (int)kt->topn) {
     h[*n] = *k;
@@ -127,25 +130,30 @@ static void offer(swctl_keyed *kt, const sw_keyed_key *k, int by) {
 static void tally(void *user, const sw_keyed_key *keys, int n) {
   swctl_keyed *kt = user;
   for (int i = 0; i < n; i++) {
-    if (keys[i].pass > 0 || keys[i].block > 0) kt->active++;
+    if (keys[i].pass > 0 || keys[i].block > 0) kt->next.active++;
     offer(kt, &keys[i], SW_KEYED_BY_PASS);
     offer(kt, &keys[i], SW_KEYED_BY_BLOCK);
   }
 }
 
-/* One pass over the table: the keys active now and both top lists. */
-static void read_tops(swctl *c) {
+void swctl_keyed_scan(swctl *c) {
   swctl_keyed *kt = c->keyed;
-  kt->active = 0;
-  kt->ntop[0] = kt->ntop[1] = 0;
-  swctl_keyed_each(c, tally, kt);
+  int64_t t = sw_now_ms();
+  if (kt->staged || (kt->scanned && t - kt->scanned < 10 * kt->scan_ms)) return;
+  swctl_scan *s = &kt->next;
+  s->active = 0;
+  s->ntop[0] = s->ntop[1] = 0;
+  swctl_keyed_each(c, t, tally, kt);
   for (int by = 0; by < 2; by++) /* most first: pop the least to the end */
-    for (int n = kt->ntop[by]; n > 1; n--) {
-      sw_keyed_key x = kt->top[by][0];
-      kt->top[by][0] = kt->top[by][n - 1];
-      kt->top[by][n - 1] = x;
-      sift_down(kt->top[by], n - 1, 0, by);
+    for (int n = s->ntop[by]; n > 1; n--) {
+      sw_keyed_key x = s->top[by][0];
+      s->top[by][0] = s->top[by][n - 1];
+      s->top[by][n - 1] = x;
+      sift_down(s->top[by], n - 1, 0, by);
     }
+  kt->scanned = t;
+  kt->scan_ms = sw_now_ms() - t;
+  kt->staged = 1;
 }
 
 static void read_rule(swctl_resource *r, const sw_keyed *k) {
@@ -167,7 +175,13 @@ int swctl_keyed_poll(swctl *c) {
   sw_keyed_stats(kt->k, &kt->info);
   read_rule(r, kt->k);
   kt->polled = t;
-  read_tops(c);
+  if (c->lock == NULL) swctl_keyed_scan(c);
+  if (kt->staged) {
+    swctl_scan shown = kt->shown;
+    kt->shown = kt->next;
+    kt->next = shown;
+    kt->staged = 0;
+  }
   const sw_keyed_info *in = &kt->info;
   r->pass = in->pass;
   r->block = in->block;

@@ -31,7 +31,7 @@ void swctl_keyed_print(swctl *c, FILE *out) {
     fprintf(out, "PER SECOND  pass %.1f  block %.1f  would_block %.1f  avg_rt %.1f\n", r->pass_qps,
             r->block_qps, r->would_block_qps, r->avg_rt);
   fprintf(out, "KEYS        present %lld  active %lld  inserted %lld  reclaimed %lld  evicted %lld  "
-               "refused %lld\n", (long long)in->keys, (long long)kt->active,
+               "refused %lld\n", (long long)in->keys, (long long)kt->shown.active,
           (long long)in->inserted, (long long)in->reclaimed, (long long)in->evicted,
           (long long)in->refused);
   fprintf(out, "MEMORY      capacity %u  places %u  key_bytes %u  bytes_per_key %lld  bytes %lld\n",
@@ -41,8 +41,8 @@ void swctl_keyed_print(swctl *c, FILE *out) {
     char title[64];
     snprintf(title, sizeof title, "TOP %u BY %s", kt->topn, by_name[by]);
     fprintf(out, "%-41s %9s %9s\n", title, "PASS", "BLOCK");
-    for (int i = 0; i < kt->ntop[by]; i++) {
-      const sw_keyed_key *k = &kt->top[by][i];
+    for (int i = 0; i < kt->shown.ntop[by]; i++) {
+      const sw_keyed_key *k = &kt->shown.top[by][i];
       swctl_key_text(k, key);
       fprintf(out, "  %-39s %9lld %9lld\n", key, (long long)k->pass, (long long)k->block);
     }
@@ -72,15 +72,15 @@ void swctl_keyed_json(swctl *c, swctl_buf *b) {
                swctl_rule_name(r->grade, r->behavior), r->threshold, r->dry_run ? "true" : "false",
                (long long)in->interval_ms, in->windows, in->capacity, in->slots, in->key_bytes,
                (long long)in->bytes, (long long)in->bytes_per_key, (long long)in->keys,
-               (long long)kt->active, (long long)in->inserted, (long long)in->reclaimed,
+               (long long)kt->shown.active, (long long)in->inserted, (long long)in->reclaimed,
                (long long)in->evicted, (long long)in->refused, (long long)in->pass,
                (long long)in->block, (long long)in->would_block, (long long)in->success,
                (long long)in->exception, (long long)in->rt);
   for (uint32_t by = 0; by < 2; by++) {
     swctl_printf(b, ",\"top_%s\":[", by == SW_KEYED_BY_PASS ? "pass" : "block");
-    for (int i = 0; i < kt->ntop[by]; i++) {
+    for (int i = 0; i < kt->shown.ntop[by]; i++) {
       if (i) swctl_append(b, ",", 1);
-      key_json(b, &kt->top[by][i]);
+      key_json(b, &kt->shown.top[by][i]);
       swctl_append(b, "}", 1);
     }
     swctl_append(b, "]", 1);
@@ -117,7 +117,7 @@ int swctl_keyed_dump(swctl *c) {
   swctl_append(&d.b, "}\n", 2);
   fwrite(d.b.data, 1, d.b.len, stdout);
   /* every key as seen at the poll's time, as the first line */
-  int rc = swctl_keyed_each(c, key_lines, &d);
+  int rc = swctl_keyed_each(c, c->keyed->polled, key_lines, &d);
   free(d.b.data);
   if (rc < 0) fprintf(stderr, "swctl: dump: %s\n", sw_last_error());
   return rc < 0 || ferror(stdout) ? 1 : 0;

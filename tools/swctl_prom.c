@@ -102,7 +102,7 @@ K(evicted)
 K(refused)
 K(capacity)
 K(bytes)
-static double k_active(const swctl_keyed *k) { return (double)k->active; }
+static double k_active(const swctl_keyed *k) { return (double)k->shown.active; }
 
 static const keyed_family keyed_families[] = {
     {"libsw_keyed_keys", "Keys in a keyed table (active or idle).", GAUGE, k_keys},
@@ -139,8 +139,8 @@ static void keyed_series(swctl *c, swctl_buf *b) {
   char key[SWCTL_KEY_TEXT];
   for (int by = 0; by < 2; by++) {
     header(b, names[by], helps[by], GAUGE);
-    for (int i = 0; i < kt->ntop[by]; i++) {
-      const sw_keyed_key *k = &kt->top[by][i];
+    for (int i = 0; i < kt->shown.ntop[by]; i++) {
+      const sw_keyed_key *k = &kt->shown.top[by][i];
       swctl_key_text(k, key);
       swctl_append(b, names[by], strlen(names[by]));
       label(b, c->segment_name, res, key);
