@@ -92,6 +92,8 @@ int swctl_open(swctl *c, const char *segment, uint32_t topn);
 void swctl_close(swctl *c);
 /* Read every resource: gauges now, and the whole seconds not seen yet. */
 int swctl_poll(swctl *c);
+/* The rule's threshold, grade, behaviour and dry run, from o into r. */
+void swctl_take_rule(swctl_resource *r, const sw_options *o);
 /* 1 if the resource was read (a limiter or a keyed table). */
 int swctl_readable(const swctl_resource *r);
 /* Monotonic now, and c->wall_offset set for it. */

@@ -114,12 +114,16 @@ static void swctl_gauges(swctl_resource *r, int64_t t) {
   sw_options *o;
   if (sw_options_create(&o) == SW_OK) {
     sw_limiter_get_rule(r->lim, o);
-    sw_options_get_double(o, SW_OPT_THRESHOLD, &r->threshold);
-    sw_options_get(o, SW_OPT_GRADE, &r->grade);
-    sw_options_get(o, SW_OPT_BEHAVIOR, &r->behavior);
-    sw_options_get(o, SW_OPT_DRY_RUN, &r->dry_run);
+    swctl_take_rule(r, o);
     sw_options_free(o);
   }
+}
+
+void swctl_take_rule(swctl_resource *r, const sw_options *o) {
+  sw_options_get_double(o, SW_OPT_THRESHOLD, &r->threshold);
+  sw_options_get(o, SW_OPT_GRADE, &r->grade);
+  sw_options_get(o, SW_OPT_BEHAVIOR, &r->behavior);
+  sw_options_get(o, SW_OPT_DRY_RUN, &r->dry_run);
 }
 
 int64_t swctl_clock(swctl *c) {

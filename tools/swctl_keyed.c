@@ -156,24 +156,18 @@ void swctl_keyed_scan(swctl *c) {
   kt->staged = 1;
 }
 
-static void read_rule(swctl_resource *r, const sw_keyed *k) {
-  sw_options *o;
-  if (sw_options_create(&o) != SW_OK) return;
-  sw_keyed_get_rule(k, o);
-  sw_options_get_double(o, SW_OPT_THRESHOLD, &r->threshold);
-  sw_options_get(o, SW_OPT_GRADE, &r->grade);
-  sw_options_get(o, SW_OPT_BEHAVIOR, &r->behavior);
-  sw_options_get(o, SW_OPT_DRY_RUN, &r->dry_run);
-  sw_options_free(o);
-}
-
 int swctl_keyed_poll(swctl *c) {
   swctl_keyed *kt = c->keyed;
   swctl_resource *r = &c->res[0];
   int64_t t = swctl_clock(c), since = kt->polled, ms = t - since;
   sw_keyed_info was = kt->info;
   sw_keyed_stats(kt->k, &kt->info);
-  read_rule(r, kt->k);
+  sw_options *o;
+  if (sw_options_create(&o) == SW_OK) {
+    sw_keyed_get_rule(kt->k, o);
+    swctl_take_rule(r, o);
+    sw_options_free(o);
+  }
   kt->polled = t;
   if (c->lock == NULL) swctl_keyed_scan(c);
   if (kt->staged) {

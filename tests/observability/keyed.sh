@@ -7,27 +7,13 @@
 # RSS well under the table's size.
 # Usage: tests/observability/keyed.sh BUILD_DIR
 set -eu
-build=$(cd "${1:-_build/plain}" && pwd)
-top=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$top"
-. tools/deps.sh
-sw_need prometheus chromium curl time
-make -C "$build" -s tests/observability/keyed_fixture tools/swctl >/dev/null
-swctl="${SWCTL:-$build/tools/swctl}"
+. "$(dirname "$0")/lib.sh"
+make -C "$build" -s tests/observability/keyed_fixture >/dev/null
 fixture="$build/tests/observability/keyed_fixture"
-work=$(mktemp -d)
 seg="swkeyed-$$"
 churn="swkeyed-churn-$$"
 big="swkeyed-big-$$"
-pids=""
-cleanup() {
-  for p in $pids; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -f "/dev/shm/$seg" "/dev/shm/$churn" "/dev/shm/$big"
-  rm -rf "$work"
-}
-trap cleanup EXIT
-. tests/observability/lib.sh
+segs="$seg $churn $big"
 stat_of() { # file field: a field of the fixture's "stats" line
   sed -n "s/^stats .*\b$2=\([0-9]*\).*/\1/p" "$1"
 }

@@ -1,4 +1,24 @@
-# Sourced by tests/observability/*.sh: what their checks share. Needs $work.
+# Sourced by tests/observability/*.sh, first: the build directory ($1),
+# the tree (the current directory), the packages every check needs, swctl
+# built, and what the checks share. At exit, the processes in $pids are
+# killed, the shared memory segments named in $segs removed and $work deleted.
+build=$(cd "${1:-_build/plain}" && pwd)
+cd "$(dirname "$0")/../.."
+top=$(pwd)
+. tools/deps.sh
+sw_need prometheus chromium curl time
+make -C "$build" -s tools/swctl >/dev/null
+swctl="${SWCTL:-$build/tools/swctl}"
+work=$(mktemp -d)
+pids=""
+segs=""
+cleanup() {
+  for p in $pids; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  for s in $segs; do rm -f "/dev/shm/$s"; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_http() { # url

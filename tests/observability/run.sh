@@ -7,26 +7,12 @@
 # limiter working throughout; then keyed tables (keyed.sh).
 # Usage: tests/observability/run.sh BUILD_DIR
 set -eu
-build=$(cd "${1:-_build/plain}" && pwd)
-top=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$top"
-. tools/deps.sh
-sw_need prometheus chromium curl
-make -C "$build" -s tests/observability/fixture tools/swctl >/dev/null
-swctl="${SWCTL:-$build/tools/swctl}"
+. "$(dirname "$0")/lib.sh"
+make -C "$build" -s tests/observability/fixture >/dev/null
 fixture="$build/tests/observability/fixture"
-work=$(mktemp -d)
 seg="swobs-$$"
 big="swobs-big-$$"
-pids=""
-cleanup() {
-  for p in $pids; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -f "/dev/shm/$seg" "/dev/shm/$big"
-  rm -rf "$work"
-}
-trap cleanup EXIT
-. tests/observability/lib.sh
+segs="$seg $big"
 
 "$fixture" "$seg" keep > "$work/fixture.out" &
 pids="$pids $!"
