@@ -6,6 +6,10 @@
  *   swctl serve SEGMENT [OPTIONS] HTTP: /metrics (Prometheus), / (live dashboard)
  *   swctl log SEGMENT --log-dir DIR [OPTIONS]   Sentinel's metric log only
  *
+ * A keyed table's segment is one resource: its totals, its key counts and
+ * its top keys by passes and by blocks (--top N, default 10, at most
+ * SWCTL_TOP_MAX); swctl dump adds one JSON line per key.
+ *
  * Options of serve and log:
  *   --listen HOST:PORT   where to serve (default 127.0.0.1:9464)
  *   --seconds N          stop after N seconds (default: until SIGINT/SIGTERM)
@@ -37,6 +41,10 @@ static void on_signal(int sig) {
 }
 
 static void print_table(swctl *c) {
+  if (c->keyed) {
+    swctl_keyed_print(c, stdout);
+    return;
+  }
   sw_registry *reg = sw_segment_registry(c->seg);
   printf("%s: %u of %u resources\n", c->segment_name, sw_registry_count(reg),
          sw_registry_capacity(reg));
@@ -54,7 +62,8 @@ static void print_table(swctl *c) {
   }
 }
 
-static void dump(swctl *c) {
+static int dump(swctl *c) {
+  if (c->keyed) return swctl_keyed_dump(c);
   swctl_buf b = {0};
   long long unix_ms = (long long)(sw_now_ms() + c->wall_offset);
   for (int i = 0; i < c->nres; i++) {
@@ -74,18 +83,20 @@ static void dump(swctl *c) {
     fwrite(b.data, 1, b.len, stdout);
   }
   free(b.data);
+  return 0;
 }
 
 static int usage(void) {
-  fprintf(stderr, "usage: swctl list SEGMENT\n"
-                  "       swctl top SEGMENT [SECONDS]\n"
-                  "       swctl dump SEGMENT\n"
+  fprintf(stderr, "usage: swctl list SEGMENT [--top N]\n"
+                  "       swctl top SEGMENT [SECONDS] [--top N]\n"
+                  "       swctl dump SEGMENT [--top N]\n"
                   "       swctl serve SEGMENT [--listen HOST:PORT] [--seconds N] [--log-dir DIR]\n"
                   "                           [--app NAME] [--log-max-size BYTES] [--log-max-files N]\n"
                   "                           [--max-connections N] [--read-timeout S]\n"
                   "                           [--write-timeout S]\n"
                   "       swctl log SEGMENT --log-dir DIR [--app NAME] [--seconds N] ...\n"
-                  "SEGMENT: a POSIX shared memory name (no '/') or a file path\n");
+                  "SEGMENT: a POSIX shared memory name (no '/') or a file path\n"
+                  "--top N: a keyed table's top keys by passes and by blocks (default 10)\n");
   return 2;
 }
 
@@ -151,21 +162,42 @@ static int serve(swctl *c, int argc, char **argv, int listen_too) {
   return rc;
 }
 
+/* Take --top N out of argv (any command): N, 10 if absent, -1 (said why) if bad. */
+static long long take_top(int *argc, char **argv) {
+  long long n = 10;
+  for (int i = 3; i < *argc; i++) {
+    if (strcmp(argv[i], "--top") != 0) continue;
+    if (i + 1 >= *argc) {
+      usage();
+      return -1;
+    }
+    if ((n = number("--top", argv[i + 1], 0, SWCTL_TOP_MAX)) < 0) return -1;
+    memmove(argv + i, argv + i + 2, (size_t)(*argc - i - 1) * sizeof *argv); /* and NULL */
+    *argc -= 2;
+    i--;
+  }
+  return n;
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) return usage();
   const char *cmd = argv[1];
+  long long topn = take_top(&argc, argv);
+  if (topn < 0) return 2;
   swctl c;
-  if (swctl_open(&c, argv[2]) != SW_OK) {
+  if (swctl_open(&c, argv[2], (uint32_t)topn) != SW_OK) {
     fprintf(stderr, "swctl: %s\n", sw_last_error());
     return 1;
   }
   int rc = 0;
+  /* one-shot: no need to keep what a scan of a keyed table read mapped */
+  if (c.keyed) c.keyed->drop_pages = strcmp(cmd, "list") == 0 || strcmp(cmd, "dump") == 0;
   if (strcmp(cmd, "list") == 0) {
     swctl_poll(&c);
     print_table(&c);
   } else if (strcmp(cmd, "dump") == 0) {
     swctl_poll(&c);
-    dump(&c);
+    rc = dump(&c);
   } else if (strcmp(cmd, "top") == 0) {
     long seconds = argc > 3 ? atol(argv[3]) : -1; /* -1: until interrupted */
     signal(SIGINT, on_signal);

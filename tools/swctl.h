@@ -1,4 +1,6 @@
 /* swctl's parts: reading a segment and the poll loop (swctl_collect.c),
+ * a keyed table read as one resource (swctl_keyed.c) and shown
+ * (swctl_keyed_show.c),
  * the HTTP server on libmicrohttpd (swctl_http.c), the Prometheus
  * exposition (swctl_prom.c), Sentinel's metric log (swctl_log.c) and the
  * dashboard (swctl_dashboard.c, serving tools/dashboard/, compiled in).
@@ -26,7 +28,8 @@ typedef struct swctl_second {
 
 typedef struct swctl_resource {
   const char *name; /* borrowed from the segment */
-  sw_limiter *lim;
+  sw_limiter *lim;  /* NULL: unreadable, or a keyed table's resource */
+  sw_keyed *keyed;  /* a keyed table's: its totals are since its creation */
   int64_t folded_ms; /* monotonic start of the last second folded in */
   /* totals since swctl started (Prometheus counters) */
   int64_t pass, block, would_block, success, exception, occupied, rt;
@@ -37,8 +40,34 @@ typedef struct swctl_resource {
   int nhistory; /* oldest first */
 } swctl_resource;
 
+/* What a scan of a whole keyed table finds. */
+typedef struct swctl_scan {
+  int64_t active;       /* keys with a pass or a block in the interval */
+  sw_keyed_key *top[2]; /* SW_KEYED_BY_PASS, SW_KEYED_BY_BLOCK: most first */
+  int ntop[2];
+} swctl_scan;
+
+/* A keyed table (swctl_keyed.c): one resource, swctl.res[0]; what only a
+ * keyed table has is here, read at each poll. */
+#define SWCTL_TOP_MAX 1000 /* --top: bounds the Prometheus series per table */
+typedef struct swctl_keyed {
+  sw_keyed *k;
+  sw_keyed_info info;
+  int64_t polled;   /* monotonic ms of the last poll, 0 before the first */
+  int64_t span_ms;  /* between the last two polls: the rates' (0: no rates yet) */
+  uint32_t topn;    /* keys in each top list */
+  swctl_scan shown; /* the last scan a poll took in */
+  swctl_scan next;  /* a scan made before the poll that takes it in (staged) */
+  sw_keyed_key *tops; /* the memory of the four lists */
+  int staged;
+  int64_t scanned;  /* monotonic ms when the last scan started */
+  int64_t scan_ms;  /* how long it took */
+  int drop_pages;   /* scans give back the pages they read (a one-shot dump) */
+} swctl_keyed;
+
 typedef struct swctl {
-  sw_segment *seg;
+  sw_segment *seg;    /* NULL for a keyed table */
+  swctl_keyed *keyed; /* NULL for a registry */
   const char *segment_name;
   swctl_resource *res;
   int nres, capres;
@@ -58,10 +87,19 @@ typedef struct swctl {
 const char *swctl_rule_name(int64_t grade, int64_t behavior);
 
 /* swctl_collect.c */
-int swctl_open(swctl *c, const char *segment);
+/* A registry segment, or a keyed table (topn keys in its top lists). */
+int swctl_open(swctl *c, const char *segment, uint32_t topn);
 void swctl_close(swctl *c);
 /* Read every resource: gauges now, and the whole seconds not seen yet. */
 int swctl_poll(swctl *c);
+/* The rule's threshold, grade, behaviour and dry run, from o into r. */
+void swctl_take_rule(swctl_resource *r, const sw_options *o);
+/* 1 if the resource was read (a limiter or a keyed table). */
+int swctl_readable(const swctl_resource *r);
+/* Monotonic now, and c->wall_offset set for it. */
+int64_t swctl_clock(swctl *c);
+/* A second of resource i: into its history, and to on_second after the poll. */
+void swctl_add_second(swctl *c, int i, const swctl_second *s);
 /* Poll once a second until *stop, or for seconds (< 0: forever), calling
  * tick(user) about every 100 ms in between (tick may be NULL). Each poll
  * holds c->lock (when set) for writing; on_second runs after it is
@@ -95,7 +133,7 @@ int swctl_serve(swctl *c, const swctl_serve_opts *o, volatile int *stop);
 /* 1 when this swctl can serve HTTP (built with libmicrohttpd). */
 int swctl_can_serve(void);
 
-/* swctl_prom.c */
+/* swctl_prom.c (a keyed table's series too) */
 void swctl_prometheus(swctl *c, swctl_buf *b);
 
 /* swctl_log.c */
@@ -111,6 +149,34 @@ int swctl_log_open(swctl_log *log, const char *dir, const char *app, int64_t max
                    int max_files);
 void swctl_log_second(void *log, const swctl_resource *r, const swctl_second *s);
 void swctl_log_close(swctl_log *log);
+
+/* swctl_keyed.c: attach, and read at each poll */
+int swctl_keyed_open(swctl *c, const char *segment, uint32_t topn);
+void swctl_keyed_close(swctl *c);
+/* The top keys and the active ones, one pass over the table into
+ * c->keyed->next, when due: a scan may take at most a tenth of the time
+ * (so a table too large to scan every second is scanned less often).
+ * swctl_run calls it before it takes the lock, so readers go on. */
+void swctl_keyed_scan(swctl *c);
+/* Totals and key counts, and the staged scan taken in (made now if no
+ * swctl_run calls swctl_keyed_scan). */
+int swctl_keyed_poll(swctl *c);
+/* Every key present at t, SWCTL_KEYED_CHUNK at a time: memory does not
+ * grow with the keys. 0, or a negative sw_err. */
+#define SWCTL_KEYED_CHUNK 1024 /* 176 KiB */
+int swctl_keyed_each(swctl *c, int64_t t, void (*fn)(void *user, const sw_keyed_key *keys, int n),
+                     void *user);
+/* A key as text in out (SWCTL_KEY_TEXT bytes): an IPv4 or IPv6 address,
+ * text, 0x and hex, or digest: and hex; returns its kind's name. */
+#define SWCTL_KEY_TEXT (2 * SW_KEYED_KEY_MAX + 8)
+const char *swctl_key_text(const sw_keyed_key *key, char *out);
+
+/* swctl_keyed_show.c */
+void swctl_keyed_print(swctl *c, FILE *out);
+/* The table's JSON line, then one per key, on stdout: 0, or 1 with a message. */
+int swctl_keyed_dump(swctl *c);
+/* The table's members of a JSON object (rule, totals, keys, top lists). */
+void swctl_keyed_json(swctl *c, swctl_buf *b);
 
 /* swctl_dashboard.c */
 void swctl_api_series(swctl *c, swctl_buf *b);

@@ -65,13 +65,18 @@ void swctl_json_str(swctl_buf *b, const char *s) {
   swctl_append(b, "\"", 1);
 }
 
-int swctl_open(swctl *c, const char *segment) {
+int swctl_open(swctl *c, const char *segment, uint32_t topn) {
   memset(c, 0, sizeof *c);
   c->segment_name = segment;
-  return sw_segment_open(&c->seg, segment, 0, NULL, SW_SEGMENT_READONLY);
+  int rc = sw_segment_open(&c->seg, segment, 0, NULL, SW_SEGMENT_READONLY);
+  /* a keyed table is another kind of segment */
+  return rc == SW_ETYPE ? swctl_keyed_open(c, segment, topn) : rc;
 }
 
+int swctl_readable(const swctl_resource *r) { return r->lim != NULL || r->keyed != NULL; }
+
 void swctl_close(swctl *c) {
+  swctl_keyed_close(c);
   sw_segment_close(c->seg);
   free(c->res);
   free(c->pending);
@@ -109,15 +114,38 @@ static void swctl_gauges(swctl_resource *r, int64_t t) {
   sw_options *o;
   if (sw_options_create(&o) == SW_OK) {
     sw_limiter_get_rule(r->lim, o);
-    sw_options_get_double(o, SW_OPT_THRESHOLD, &r->threshold);
-    sw_options_get(o, SW_OPT_GRADE, &r->grade);
-    sw_options_get(o, SW_OPT_BEHAVIOR, &r->behavior);
-    sw_options_get(o, SW_OPT_DRY_RUN, &r->dry_run);
+    swctl_take_rule(r, o);
     sw_options_free(o);
   }
 }
 
+void swctl_take_rule(swctl_resource *r, const sw_options *o) {
+  sw_options_get_double(o, SW_OPT_THRESHOLD, &r->threshold);
+  sw_options_get(o, SW_OPT_GRADE, &r->grade);
+  sw_options_get(o, SW_OPT_BEHAVIOR, &r->behavior);
+  sw_options_get(o, SW_OPT_DRY_RUN, &r->dry_run);
+}
+
+int64_t swctl_clock(swctl *c) {
+  int64_t t = sw_now_ms();
+  struct timespec wall;
+  clock_gettime(CLOCK_REALTIME, &wall);
+  c->wall_offset = (int64_t)wall.tv_sec * 1000 + wall.tv_nsec / 1000000 - t;
+  return t;
+}
+
+void swctl_add_second(swctl *c, int i, const swctl_second *s) {
+  swctl_resource *r = &c->res[i];
+  if (r->nhistory == SWCTL_HISTORY) {
+    memmove(r->history, r->history + 1, (SWCTL_HISTORY - 1) * sizeof r->history[0]);
+    r->nhistory--;
+  }
+  r->history[r->nhistory++] = *s;
+  if (c->on_second) pend(c, i, s);
+}
+
 int swctl_poll(swctl *c) {
+  if (c->keyed) return swctl_keyed_poll(c);
   sw_registry *reg = sw_segment_registry(c->seg);
   uint32_t count = sw_registry_count(reg);
   if ((int)count > c->capres) {
@@ -127,10 +155,7 @@ int swctl_poll(swctl *c) {
     c->res = res;
     c->capres = (int)count;
   }
-  int64_t t = sw_now_ms();
-  struct timespec wall;
-  clock_gettime(CLOCK_REALTIME, &wall);
-  c->wall_offset = (int64_t)wall.tv_sec * 1000 + wall.tv_nsec / 1000000 - t;
+  int64_t t = swctl_clock(c);
   for (uint32_t i = 0; i < count; i++) {
     swctl_resource *r = &c->res[i];
     if (r->lim == NULL) {
@@ -153,17 +178,10 @@ int swctl_poll(swctl *c) {
       r->occupied += m->occupied_pass;
       r->rt += m->rt;
       r->folded_ms = m->start_ms;
-      if (r->nhistory == SWCTL_HISTORY) {
-        memmove(r->history, r->history + 1, (SWCTL_HISTORY - 1) * sizeof r->history[0]);
-        r->nhistory--;
-      }
-      swctl_second *s = &r->history[r->nhistory++];
       /* Windows are aligned on the monotonic clock; name each second by the
        * nearest wall-clock second, as Sentinel's metric log does. */
-      s->unix_ms = (m->start_ms + c->wall_offset + 500) / 1000 * 1000;
-      s->rec = *m;
-      s->concurrency = r->concurrency;
-      if (c->on_second) pend(c, (int)i, s);
+      swctl_second s = {(m->start_ms + c->wall_offset + 500) / 1000 * 1000, *m, r->concurrency};
+      swctl_add_second(c, (int)i, &s);
     }
   }
   c->nres = (int)count;
@@ -181,6 +199,7 @@ int swctl_run(swctl *c, long seconds, volatile int *stop, void (*tick)(void *use
   while (!*stop && mono_ms() < end) {
     int64_t now = mono_ms();
     if (now >= next_poll) {
+      if (c->keyed) swctl_keyed_scan(c); /* the long part, before the lock */
       if (c->lock) pthread_rwlock_wrlock(c->lock);
       swctl_poll(c);
       c->generation++;

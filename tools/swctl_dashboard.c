@@ -1,4 +1,5 @@
-/* The dashboard's data: /api/series, every resource's last minute. */
+/* The dashboard's data: /api/series, every resource's last minute (and a
+ * keyed table's totals, keys and top keys). */
 #include "swctl.h"
 
 void swctl_api_series(swctl *c, swctl_buf *b) {
@@ -8,7 +9,7 @@ void swctl_api_series(swctl *c, swctl_buf *b) {
   int first = 1;
   for (int i = 0; i < c->nres; i++) {
     const swctl_resource *r = &c->res[i];
-    if (r->lim == NULL) continue;
+    if (!swctl_readable(r)) continue;
     swctl_printf(b, "%s{\"name\":", first ? "" : ",");
     first = 0;
     swctl_json_str(b, r->name);
@@ -25,7 +26,13 @@ void swctl_api_series(swctl *c, swctl_buf *b) {
                    (long long)m->block, (long long)m->would_block, (long long)m->success,
                    (long long)m->exception, (long long)(m->success ? m->rt / m->success : 0));
     }
-    swctl_printf(b, "]}");
+    swctl_printf(b, "]");
+    if (r->keyed) {
+      swctl_printf(b, ",\"keyed\":{");
+      swctl_keyed_json(c, b);
+      swctl_printf(b, "}");
+    }
+    swctl_printf(b, "}");
   }
   swctl_printf(b, "]}\n");
 }

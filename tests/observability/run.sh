@@ -4,37 +4,19 @@
 # log (values, rolling), the dashboard in headless Chromium (the numbers it
 # shows, and a screenshot), dry-run visible everywhere, and bad input (bad
 # listen address, unreadable segment, a full disk for the log) — with the
-# limiter working throughout. Usage: tests/observability/run.sh BUILD_DIR
+# limiter working throughout; then keyed tables (keyed.sh).
+# Usage: tests/observability/run.sh BUILD_DIR
 set -eu
-build=$(cd "${1:-_build/plain}" && pwd)
-top=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$top"
-. tools/deps.sh
-sw_need prometheus chromium curl
-make -C "$build" -s tests/observability/fixture tools/swctl >/dev/null
-swctl="${SWCTL:-$build/tools/swctl}"
+. "$(dirname "$0")/lib.sh"
+make -C "$build" -s tests/observability/fixture >/dev/null
 fixture="$build/tests/observability/fixture"
-work=$(mktemp -d)
 seg="swobs-$$"
 big="swobs-big-$$"
-pids=""
-cleanup() {
-  for p in $pids; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -f "/dev/shm/$seg" "/dev/shm/$big"
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_http() { # url
-  for i in $(seq 1 100); do curl -fs -o /dev/null "$1" && return 0; sleep 0.1; done
-  fail "nothing answers at $1"
-}
+segs="$seg $big"
 
 "$fixture" "$seg" keep > "$work/fixture.out" &
 pids="$pids $!"
-for i in $(seq 1 100); do grep -q ready "$work/fixture.out" && break; sleep 0.05; done
+wait_line "$work/fixture.out" ready
 
 p=$(port)
 "$swctl" serve "$seg" --listen "127.0.0.1:$p" --seconds 60 --log-dir "$work" --app obs \
@@ -61,11 +43,6 @@ grep -q "|api|10|2|10|3|20|0|" "$log" || fail "no api line 10 pass 2 block 10 ok
 grep -Eq "\|shadow\|4\|0\|4\|0\|1\|0\|[0-9]+\|0\|3$" "$log" || fail "no shadow line with would-block 3: $(cat "$log")"
 
 echo "--- the dashboard shows the same numbers (headless Chromium)"
-chrome() {
-  chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
-    --disable-background-networking --disable-component-update --disable-sync \
-    --user-data-dir="$work/chrome" --virtual-time-budget=4000 "$@" 2>/dev/null
-}
 chrome --dump-dom "http://127.0.0.1:$p/" > "$work/dom.html"
 python3 - "$work/dom.html" <<'PY'
 import re, sys
@@ -190,5 +167,8 @@ grep -q "serve is unavailable: this swctl was built without libmicrohttpd" "$wor
 mkdir "$work/nomhd"
 "$nomhd" log "$seg" --log-dir "$work/nomhd" --app n --seconds 2 2> "$work/err" || fail "$(cat "$work/err")"
 grep -q "|steady|" "$work/nomhd/n-metrics.log" || fail "swctl log without libmicrohttpd wrote no line"
+
+echo "--- keyed tables"
+tests/observability/keyed.sh "$build"
 
 echo "observability: all checks passed"

@@ -1,5 +1,6 @@
 // libsw dashboard: per resource, pass / block / would-block / RT per second
-// over the last minute, from /api/series (swctl serve), redrawn every second.
+// over the last minute, from /api/series (swctl serve), redrawn every second;
+// for a keyed table also its totals, its keys and its top keys.
 // No library, no build step: canvas and the DOM.
 "use strict";
 
@@ -35,9 +36,50 @@ function card(res) {
   table.appendChild(row);
   root.append(h, canvas, table);
   document.getElementById("resources").appendChild(root);
-  c = { root, rule, canvas, row };
+  c = { root, rule, canvas, row, keyed: res.keyed ? keyedPart(root) : null };
   cards.set(res.name, c);
   return c;
+}
+
+// A keyed table: its totals since it was created, its keys, its top keys.
+const KEYED_FIELDS = [["pass", "pass"], ["block", "block"], ["would_block", "would block"],
+  ["success", "ok"], ["exception", "error"], ["keys", "keys"], ["active_keys", "active"],
+  ["inserted", "inserted"], ["reclaimed", "reclaimed"], ["evicted", "evicted"],
+  ["refused", "refused"], ["capacity", "capacity"]];
+
+function keyedPart(root) {
+  const totals = el("table", { class: "keyed-totals" });
+  const head = el("tr"), row = el("tr");
+  for (const [field, label] of KEYED_FIELDS) {
+    head.appendChild(el("th", {}, label));
+    row.appendChild(el("td", { "data-field": field }, "–"));
+  }
+  totals.append(head, row);
+  const tops = el("div", { class: "tops" }), lists = {};
+  for (const by of ["pass", "block"]) {
+    lists[by] = el("table", { class: "top", "data-by": by });
+    tops.appendChild(lists[by]);
+  }
+  root.append(el("h3", {}, "since the table was created"), totals, tops);
+  return { row, lists };
+}
+
+function renderKeyed(k, keyed) {
+  for (const td of k.row.children) td.textContent = String(keyed[td.getAttribute("data-field")]);
+  for (const by of ["pass", "block"]) {
+    const top = keyed["top_" + by], t = k.lists[by];
+    const head = el("tr");
+    head.append(el("th", { class: "key" }, "top " + top.length + " by " + (by === "pass" ? "passes" : "blocks")),
+      el("th", {}, "pass"), el("th", {}, "block"));
+    t.replaceChildren(head);
+    for (const key of top) {
+      const tr = el("tr", { "data-key": key.key });
+      tr.append(el("td", { class: "key" }, key.key),
+        el("td", { "data-field": "pass", class: "pass" }, String(key.pass)),
+        el("td", { "data-field": "block", class: "block" }, String(key.block)));
+      t.appendChild(tr);
+    }
+  }
 }
 
 // Seconds without traffic are absent from the series: give them zeros, so
@@ -93,8 +135,8 @@ function render(data) {
   document.body.setAttribute("data-updated", String(data.now));
   for (const res of data.resources) {
     const c = card(res);
-    c.rule.textContent = "(" + res.rule + ", limit " + res.threshold +
-      (res.dry_run ? ", dry run" : "") + ")";
+    c.rule.textContent = "(" + (res.keyed ? "keyed table, " : "") + res.rule + ", limit " +
+      res.threshold + (res.keyed ? " per key" : "") + (res.dry_run ? ", dry run" : "") + ")";
     const last = res.series.length ? res.series[res.series.length - 1] : null;
     c.row.setAttribute("data-second", last ? String(last.t) : "");
     // the table shows the last second with traffic
@@ -104,6 +146,7 @@ function render(data) {
       td.textContent = String(v);
     }
     draw(c.canvas, res.series, data.now);
+    if (c.keyed) renderKeyed(c.keyed, res.keyed);
   }
 }
 
