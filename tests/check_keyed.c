@@ -258,6 +258,7 @@ START_TEST(test_full_of_active_keys) {
     }
     sw_decision d = enter(k, 1100, "new");
     sw_keyed_info in = info(k);
+    ck_assert_int_eq(in.on_full, policies[p]);
     if (policies[p] == SW_FULL_EVICT) {
       ck_assert_int_eq(d.verdict, PASS);
       ck_assert_int_eq(d.full, 0); /* it has a place */
@@ -574,6 +575,54 @@ START_TEST(test_churn_under_threads) {
 }
 END_TEST
 
+/* A thread evicts and re-enters keys of a full 16-place table while
+ * another asks for the top keys: every key top returns is a key with
+ * passes (one whose place changed hands between the scan and the read is
+ * left out, never returned empty). */
+typedef struct top_churn {
+  sw_keyed *k;
+  _Atomic int stop;
+} top_churn;
+
+static void *top_churn_worker(void *arg) {
+  top_churn *c = arg;
+  uint32_t r = 7;
+  while (!atomic_load(&c->stop)) {
+    char key[16];
+    r = r * 1103515245u + 12345u;
+    snprintf(key, sizeof key, "k%u", (r >> 8) % 64);
+    sw_decision d;
+    sw_keyed_entry_at(c->k, 1000, key, strlen(key), 1, 0, &d);
+  }
+  return NULL;
+}
+
+START_TEST(test_top_while_places_change_hands) {
+  const char *s = getenv("SW_STRESS");
+  const int rounds = 20000 * (s && atoi(s) > 0 ? atoi(s) : 1);
+  sw_options *o = keyed_opts(SW_BEHAVIOR_REJECT, 1000);
+  sw_keyed *k = keyed_new(12, o); /* one bucket: every new key evicts one */
+  top_churn c = {.k = k};
+  pthread_t tid;
+  ck_assert_int_eq(pthread_create(&tid, NULL, top_churn_worker, &c), 0);
+  int64_t returned = 0;
+  for (int i = 0; i < rounds; i++) {
+    sw_keyed_key top[16];
+    int n = sw_keyed_top_at(k, 1000, SW_KEYED_BY_PASS, top, 16, NULL);
+    ck_assert_int_ge(n, 0);
+    for (int j = 0; j < n; j++)
+      ck_assert_msg(top[j].pass > 0 && top[j].key[0] == 'k', "round %d: top[%d] is empty", i, j);
+    returned += n;
+  }
+  atomic_store(&c.stop, 1);
+  pthread_join(tid, NULL);
+  ck_assert_int_gt(returned, 0);
+  ck_assert_int_gt(info(k).evicted, 0);
+  sw_keyed_free(k);
+  sw_options_free(o);
+}
+END_TEST
+
 /* 1,000,000 distinct IPv4 keys into one table of that capacity: every key
  * limited exactly (threshold 2: 2 pass, the third is blocked), none lost;
  * the table's memory stays within 64 bytes per key. */
@@ -612,6 +661,7 @@ int main(void) {
            test_stale_insert_evicts_the_oldest, test_keys,
            test_scan_and_top, test_sizes);
   SW_TCASE(s, "rules", test_rules, test_bad_input);
-  SW_TCASE(s, "scale", test_churn_under_threads, test_million_ipv4_keys);
+  SW_TCASE(s, "scale", test_churn_under_threads, test_top_while_places_change_hands,
+           test_million_ipv4_keys);
   return sw_test_run(s);
 }

@@ -79,6 +79,7 @@ SW_API int sw_keyed_stats(const sw_keyed *k, sw_keyed_info *out) {
   out->inserted = atomic_load(&h->inserted);
   out->reclaimed = atomic_load(&h->reclaimed);
   out->evicted = atomic_load(&h->evicted);
+  out->on_full = h->cfg.on_full;
   for (uint32_t i = 0; i < SW__KT_TOTAL_STRIPES; i++) {
     const sw__kt_totals *s = &h->totals[i];
     out->refused += atomic_load_explicit(&s->refused, memory_order_relaxed);
@@ -119,21 +120,24 @@ SW_API int sw_keyed_scan_at(const sw_keyed *k, int64_t t, uint64_t *cursor, sw_k
   return (int)n;
 }
 
-/* A min-heap of (value, slot) of at most cap entries: the top so far. */
-typedef struct sw__kt_top {
-  int64_t value;
-  uint32_t idx;
-} sw__kt_top;
+/* The top so far: a min-heap in the caller's array, by passes or blocks. */
+static inline int64_t sw__kt_by(const sw_keyed_key *e, uint32_t by) {
+  return by == SW_KEYED_BY_PASS ? e->pass : e->block;
+}
 
-static void sw__kt_sift_down(sw__kt_top *h, uint32_t n, uint32_t i) {
+static void sw__kt_swap(sw_keyed_key *a, sw_keyed_key *b) {
+  sw_keyed_key x = *a;
+  *a = *b;
+  *b = x;
+}
+
+static void sw__kt_sift_down(sw_keyed_key *h, uint32_t n, uint32_t i, uint32_t by) {
   for (;;) {
     uint32_t l = 2 * i + 1, r = l + 1, m = i;
-    if (l < n && h[l].value < h[m].value) m = l;
-    if (r < n && h[r].value < h[m].value) m = r;
+    if (l < n && sw__kt_by(&h[l], by) < sw__kt_by(&h[m], by)) m = l;
+    if (r < n && sw__kt_by(&h[r], by) < sw__kt_by(&h[m], by)) m = r;
     if (m == i) return;
-    sw__kt_top x = h[i];
-    h[i] = h[m];
-    h[m] = x;
+    sw__kt_swap(&h[i], &h[m]);
     i = m;
   }
 }
@@ -144,39 +148,34 @@ SW_API int sw_keyed_top_at(const sw_keyed *k, int64_t t, uint32_t by, sw_keyed_k
   if (by > SW_KEYED_BY_BLOCK) return sw__fail(SW_EINVAL, "by=%u: SW_KEYED_BY_PASS or _BY_BLOCK", by);
   if (out == NULL && n > 0) return sw__fail(SW_ENULL, "out is NULL with n=%u", n);
   if (n > 100000) return sw__fail(SW_ERANGE, "n=%u: at most 100000 top keys", n);
-  sw__kt_top *heap = n ? sw__malloc(n * sizeof *heap) : NULL;
-  if (n && heap == NULL) return sw__fail(SW_ENOMEM, "top %u keys", n);
   const uint64_t slots = (uint64_t)k->nbuckets * SW__KT_WAYS;
   uint32_t size = 0;
   int64_t busy = 0;
   sw_keyed_key key;
+  /* each key as read once (a place that changes hands later is not read again) */
   for (uint64_t idx = 0; idx < slots; idx++) {
     if (sw__kt_state(atomic_load_explicit(sw__kt_meta_of(k, idx), memory_order_relaxed)) !=
             SW__KT_READY ||
         !sw__kt_read(k, (uint32_t)idx, t, &key))
       continue;
-    int64_t v = by == SW_KEYED_BY_PASS ? key.pass : key.block;
+    int64_t v = sw__kt_by(&key, by);
     if (key.pass > 0 || key.block > 0) busy++;
     if (v <= 0 || n == 0) continue;
     if (size < n) {
-      heap[size++] = (sw__kt_top){v, (uint32_t)idx};
-      for (uint32_t i = size - 1; i > 0 && heap[(i - 1) / 2].value > heap[i].value; i = (i - 1) / 2) {
-        sw__kt_top x = heap[i];
-        heap[i] = heap[(i - 1) / 2];
-        heap[(i - 1) / 2] = x;
-      }
-    } else if (v > heap[0].value) {
-      heap[0] = (sw__kt_top){v, (uint32_t)idx};
-      sw__kt_sift_down(heap, size, 0);
+      out[size++] = key;
+      for (uint32_t i = size - 1; i > 0 && sw__kt_by(&out[(i - 1) / 2], by) > sw__kt_by(&out[i], by);
+           i = (i - 1) / 2)
+        sw__kt_swap(&out[i], &out[(i - 1) / 2]);
+    } else if (v > sw__kt_by(&out[0], by)) {
+      out[0] = key;
+      sw__kt_sift_down(out, size, 0, by);
     }
   }
   if (active) *active = busy;
-  /* most first: pop the minimum into the last free place */
-  for (uint32_t left = size; left > 0; left--) {
-    if (!sw__kt_read(k, heap[0].idx, t, &out[left - 1])) memset(&out[left - 1], 0, sizeof out[0]);
-    heap[0] = heap[left - 1];
-    sw__kt_sift_down(heap, left - 1, 0);
+  /* most first: the minimum goes to the last free place */
+  for (uint32_t left = size; left > 1; left--) {
+    sw__kt_swap(&out[0], &out[left - 1]);
+    sw__kt_sift_down(out, left - 1, 0, by);
   }
-  sw__free(heap);
   return (int)size;
 }

@@ -893,7 +893,8 @@ typedef struct sw_keyed_info {
   int64_t refused;      /* new keys refused while full (SW_FULL_OPEN / _CLOSED) */
   int64_t pass, block, would_block; /* entries' units */
   int64_t success, exception, rt;   /* from exits: units, and the sum of RTs in ms */
-  int64_t reserved[4];
+  int64_t on_full;      /* SW_FULL_*, as created */
+  int64_t reserved[3];
 } sw_keyed_info;
 SW_API int sw_keyed_stats(const sw_keyed *k, sw_keyed_info *out);
 
