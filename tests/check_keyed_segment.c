@@ -212,6 +212,54 @@ START_TEST(test_killed_inside_an_insert) {
 }
 END_TEST
 
+/* An idle key entered again while a new key is taking its place: the
+ * inserter, stopped after choosing the idle key and before moving its
+ * words, finds it active and leaves it; its count is not lost. */
+START_TEST(test_idle_key_entered_while_reclaimed) {
+  char name[64];
+  shm_name(name, sizeof name, "kback");
+  sw_options *o = kopts(5, SW_FULL_CLOSED);
+  sw_keyed *k = kopen(name, 12, o, SW_SEGMENT_RESET); /* one bucket of 16 */
+  sw_decision d;
+  for (int i = 0; i < 16; i++) {
+    char key[8];
+    snprintf(key, sizeof key, "old%d", i);
+    ck_ok(sw_keyed_entry_at(k, 1000, key, strlen(key), 1, 0, &d));
+  }
+  flush_all();
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    setenv("SW_TEST_KILL_AT", "keyed-reclaim:1:stop", 1);
+    execl("/proc/self/exe", "check_keyed_segment", "--victim", name, (char *)NULL);
+    _exit(99);
+  }
+  int st;
+  ck_assert_int_eq(waitpid(pid, &st, WUNTRACED), pid);
+  ck_assert(WIFSTOPPED(st)); /* holding the bucket's lock, old0 chosen */
+  for (int i = 0; i < 16; i++) { /* every old key comes back: old0 among them */
+    char key[8];
+    snprintf(key, sizeof key, "old%d", i);
+    ck_ok(sw_keyed_entry_at(k, 100000, key, strlen(key), 1, 0, &d));
+    ck_assert_int_eq(d.verdict, SW_VERDICT_PASS);
+  }
+  kill(pid, SIGCONT);
+  ck_assert_int_eq(wait_child(pid), 0);
+  for (int i = 0; i < 16; i++) {
+    char key[8];
+    snprintf(key, sizeof key, "old%d", i);
+    ck_assert_msg(kpass(k, 100000, key) == 1, "%s lost its pass", key);
+  }
+  sw_keyed_info in;
+  ck_ok(sw_keyed_stats(k, &in));
+  ck_assert_int_eq(in.reclaimed, 0);
+  ck_assert_int_eq(in.refused, 1); /* the newcomer: every key active again */
+  sw_keyed_free(k);
+  sw_options_free(o);
+  ck_ok(sw_segment_unlink(name));
+}
+END_TEST
+
 #define WORKERS 4
 #define T_END INT64_C(1000000000) /* after the churn, in the same epoch of the clock */
 
@@ -314,7 +362,8 @@ int main(int argc, char **argv) {
   Suite *s = suite_create("keyed_segment");
   SW_TCASE(s, "processes", test_processes_share_keys_exactly, test_readonly,
            test_million_keys_in_a_segment);
-  SW_TCASE(s, "kills", test_killed_inside_an_insert, test_random_kills);
+  SW_TCASE(s, "kills", test_killed_inside_an_insert, test_idle_key_entered_while_reclaimed,
+           test_random_kills);
   int rc = sw_test_run(s);
   cleanup();
   return rc;

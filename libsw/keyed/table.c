@@ -347,6 +347,7 @@ int sw__kt_insert(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_ref *ref) 
     j = pass == 0 && count[1] > count[0];
     if (first[j] < 0) continue;
     const uint32_t idx = (uint32_t)first[j], gen = sw__kt_mgen(atomic_load(sw__kt_meta_of(k, idx)));
+    if (pass == 0) SW__KILL_POINT("keyed-reclaim");
     if (!sw__kt_move_words(k, idx, gen, t, pass == 0)) continue; /* came back to life */
     sw__kt_fill(k, idx, gen + 1, q, t);
     atomic_fetch_add_explicit(pass == 0 ? &k->hdr->reclaimed : &k->hdr->evicted, 1,
