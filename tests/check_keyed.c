@@ -283,6 +283,31 @@ START_TEST(test_full_of_active_keys) {
 }
 END_TEST
 
+/* A key is idle from the first window in which its last window has left
+ * the interval, not one later: 16 keys active in window 0 (0..500 ms of
+ * 2 x 500) are active at t=999 (a new key is refused) and idle at t=1000
+ * (a new key takes one's place, reclaimed). */
+START_TEST(test_idle_from_the_first_window_out) {
+  sw_options *o = keyed_opts(SW_BEHAVIOR_REJECT, 5);
+  ck_ok(sw_options_set(o, SW_OPT_KEYED_ON_FULL, SW_FULL_CLOSED));
+  sw_keyed *k = keyed_new(12, o); /* one bucket: 16 places */
+  for (int i = 0; i < 16; i++) {
+    char key[8];
+    snprintf(key, sizeof key, "k%d", i);
+    enter(k, 100 + i, key);
+  }
+  sw_decision d = enter(k, 999, "new");
+  ck_assert_int_eq(d.full, 1);
+  ck_assert_int_eq(info(k).refused, 1);
+  d = enter(k, 1000, "new");
+  ck_assert_int_eq(d.full, 0);
+  ck_assert_int_eq(d.verdict, PASS);
+  ck_assert_int_eq(info(k).reclaimed, 1);
+  sw_keyed_free(k);
+  sw_options_free(o);
+}
+END_TEST
+
 /* An insert whose time is behind the table's newest window (a clock read
  * a moment earlier) evicts the least recently active key, not the freshest:
  * a window after the caller's time is as recent as can be. */
@@ -658,7 +683,7 @@ int main(void) {
            test_dry_run);
   SW_TCASE(s, "kinds", test_pacing_per_key, test_concurrency_per_key);
   SW_TCASE(s, "places", test_waves_reclaim_everything, test_full_of_active_keys,
-           test_stale_insert_evicts_the_oldest, test_keys,
+           test_idle_from_the_first_window_out, test_stale_insert_evicts_the_oldest, test_keys,
            test_scan_and_top, test_sizes);
   SW_TCASE(s, "rules", test_rules, test_bad_input);
   SW_TCASE(s, "scale", test_churn_under_threads, test_top_while_places_change_hands,
