@@ -474,6 +474,7 @@ int sw__metric_admit(sw_metric *m, int64_t t, int64_t n, double limit, bool stri
       return 1;
     }
     _Atomic int64_t *word = &((sw__mb_stripe *)body)->c[SW_EVENT_PASS];
+    SW__KILL_POINT("strict-cas"); /* read, not yet counted: a test stops here */
     int64_t c = atomic_load_explicit(word, memory_order_relaxed);
     for (;;) {
       if (sw__unlikely(c & SW__SEALED)) break; /* a newer window has started */

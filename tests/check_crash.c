@@ -278,6 +278,12 @@ static int victim(const char *action, const char *seg_name) {
     sw_limiter_set_rule(l, o);
   } else if (strcmp(action, "insert") == 0) {
     sw_registry_get(sw_segment_registry(seg), "b", &l);
+  } else if (strcmp(action, "strict") == 0) { /* an entry at t=400: 10 + its verdict */
+    sw_decision d;
+    if (sw_registry_get(sw_segment_registry(seg), "a", &l) != SW_OK ||
+        sw_limiter_entry_at(l, 400, 1, 0, &d) != SW_OK)
+      return 5;
+    return 10 + d.verdict;
   }
   return 0; /* not killed: the parent reports it */
 }
@@ -425,6 +431,34 @@ static void kill_stopped(pid_t pid) {
   waitpid(pid, NULL, 0);
 }
 
+/* A strict admission that read its window's interval and is about to
+ * count while another process admits at the next window: the newer
+ * admission sealed the older window first, so the late one fails its CAS,
+ * decides again at the newer window and is blocked — the interval never
+ * holds more than the threshold (2 here; without the seal, 3). */
+START_TEST(test_strict_admission_across_a_boundary) {
+  char name[64];
+  snprintf(name, sizeof name, "sw-crash-seal-%d", (int)getpid());
+  sw_segment *seg = segment_new(name, 2);
+  sw_limiter *l;
+  ck_ok(sw_registry_get(sw_segment_registry(seg), "a", &l));
+  sw_decision d;
+  ck_ok(sw_limiter_entry_at(l, 100, 1, 0, &d));
+  ck_assert_int_eq(d.verdict, SW_VERDICT_PASS);
+  pid_t late = stop_at("strict-cas", "strict", name); /* read 1 pass at t=400 */
+  ck_ok(sw_limiter_entry_at(l, 600, 1, 0, &d));
+  ck_assert_int_eq(d.verdict, SW_VERDICT_PASS);
+  kill(late, SIGCONT);
+  int status;
+  ck_assert_int_eq(waitpid(late, &status, 0), late);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 10 + SW_VERDICT_BLOCK,
+                "the late admission: status %d", status);
+  ck_assert_int_eq(sw_metric_pass_at(sw_node_second_metric(sw_limiter_node(l)), 600), 2);
+  sw_segment_close(seg);
+  sw_segment_unlink(name);
+}
+END_TEST
+
 /* A process stopped while it holds a limiter's rule lock (or a damaged lock
  * word) delays a rule writer by 2 s at most: SW_EBUSY, and readers and
  * entries never wait; once the holder dies, writes work again. */
@@ -490,6 +524,6 @@ int main(int argc, char **argv) {
   SW_TCASE(s, "sigkill", test_killed_inside_reset, test_random_kills_keep_counts);
   SW_TCASE(s, "kill points", test_killed_inside_rule_write, test_killed_inside_registry_insert,
            test_killed_inside_segment_creation, test_rule_lock_held_by_stopped_process,
-           test_insert_lock_held_by_stopped_process);
+           test_insert_lock_held_by_stopped_process, test_strict_admission_across_a_boundary);
   return sw_test_run(s);
 }
