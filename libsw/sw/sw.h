@@ -596,7 +596,9 @@ SW_API sw_node *sw_limiter_node(sw_limiter *l);
  * block counts n blocks. Thread-safe; in strict mode the check and the
  * count are one atomic step, so no thread or process overshoots the
  * threshold in any interval, window boundaries included (an entry whose
- * time is behind a newer window's entries is decided at the newer window).
+ * time is behind a newer window's entries is decided at the newer window);
+ * the one exception, a window reset whose lock a stopped process has held
+ * for 1 s, admits that entry uncounted (docs/limiters.md).
  * Errors: SW_ENULL, SW_EPERM (read-only), SW_ETIME (t < 0; pacing: t past
  * 292 years in ns), SW_ERANGE (n), SW_EINVAL (flags). */
 SW_API int sw_limiter_entry(sw_limiter *l, int64_t n, uint32_t flags, sw_decision *d);
