@@ -97,6 +97,7 @@ static void sw__cluster_stop(sw_cluster *c) {
 SW_API void sw_cluster_free(sw_cluster *c) {
   if (c == NULL) return;
   sw__cluster_stop(c);
+  for (int i = 0; i < c->count; i++) atomic_store(&c->items[i].l->cluster, NULL);
   sw__redis_close(c->redis);
   pthread_mutex_destroy(&c->lock);
   sw__free(c->items);
@@ -115,7 +116,9 @@ SW_API int sw_cluster_add(sw_cluster *c, sw_limiter *l, const char *resource) {
   if (!r.cluster) return sw__fail(SW_ESTATE, "the limiter's rule is not a cluster rule");
   pthread_mutex_lock(&c->lock);
   int rc = SW_OK;
-  if (c->count == c->cap) {
+  if (atomic_load(&l->cluster) != NULL)
+    rc = sw__fail(SW_ESTATE, "the limiter is already added to a cluster (sw_cluster_remove first)");
+  else if (c->count == c->cap) {
     int cap = c->cap ? 2 * c->cap : 8;
     sw__cluster_item *items = sw__calloc((size_t)cap, sizeof *items);
     if (items == NULL) {
@@ -128,6 +131,7 @@ SW_API int sw_cluster_add(sw_cluster *c, sw_limiter *l, const char *resource) {
     }
   }
   if (rc == SW_OK) {
+    atomic_store(&l->cluster, c);
     c->items[c->count].l = l;
     snprintf(c->items[c->count].key, sizeof c->items[0].key, "sw:{%s}", resource);
     c->count++;
@@ -207,6 +211,7 @@ SW_API int sw_cluster_remove(sw_cluster *c, sw_limiter *l) {
   pthread_mutex_lock(&c->lock); /* a refill round in progress finishes first */
   for (int i = 0; i < c->count; i++)
     if (c->items[i].l == l) {
+      atomic_store(&l->cluster, NULL);
       c->items[i] = c->items[--c->count];
       rc = SW_OK;
       break;

@@ -98,8 +98,14 @@ SW_API int sw_limiter_create(sw_limiter **out, const sw_options *opts) {
   return SW_OK;
 }
 
+void sw__limiter_release(sw_limiter *l) {
+  sw_cluster *c = atomic_load(&l->cluster);
+  if (c) sw_cluster_remove(c, l);
+}
+
 SW_API void sw_limiter_free(sw_limiter *l) {
   if (l == NULL || l->borrowed) return; /* a registry's limiter belongs to the registry */
+  sw__limiter_release(l);
   if (l->owns_block) {
     sw__limiter_fini(l->hdr);
     sw__free(l->hdr);

@@ -60,7 +60,12 @@ struct sw_limiter {
   bool owns_block;
   bool readonly; /* bound to a read-only mapping: writes are refused */
   bool borrowed; /* part of a larger object: *_free leaves it alone */
+  sw_cluster *_Atomic cluster; /* the cluster it is added to, if any (cluster.c) */
 };
+
+/* Before a limiter handle's memory goes: out of its cluster, so that the
+ * refiller never reads it again (waits for a round in progress). */
+void sw__limiter_release(sw_limiter *l);
 
 /* The limiter's whole rule. */
 void sw__limiter_rule(const sw_limiter *l, sw__rule *r);

@@ -76,7 +76,10 @@ int sw__registry_bind(sw_registry *r, void *mem, uint64_t size) {
 }
 
 void sw__registry_unbind(sw_registry *r) {
-  for (uint32_t i = 0; r->handles && i < r->hdr->capacity; i++) sw__free(r->handles[i]);
+  for (uint32_t i = 0; r->handles && i < r->hdr->capacity; i++) {
+    if (r->handles[i]) sw__limiter_release(r->handles[i]);
+    sw__free(r->handles[i]);
+  }
   sw__free(r->handles);
   r->handles = NULL;
 }

@@ -1361,6 +1361,48 @@ START_TEST(remove_waits_for_the_round_in_flight) {
 }
 END_TEST
 
+/* Freeing a limiter, or the registry holding it, while it is still added
+ * to a running cluster is safe: the free takes it out first, waiting for
+ * the round in flight (ASan: no use after free). A limiter belongs to one
+ * cluster at a time; after sw_cluster_free it can be freed as usual. */
+START_TEST(free_while_added) {
+  NEED_REDIS();
+  int port, fd = silent_server(&port);
+  ck_assert(fd >= 0);
+  char addr[64];
+  snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+  sw_options *o = rule_opts(200, 20, SW_CLUSTER_FAIL_CLOSED, 1, 1000);
+  ck_ok(sw_options_set(o, SW_OPT_CLUSTER_TIMEOUT_MS, 500));
+  sw_cluster *c = NULL;
+  ck_ok(sw_cluster_create(&c, addr, o));
+  sw_limiter *l = mk_limiter(200, 20, SW_CLUSTER_FAIL_CLOSED, 1, 1000);
+  sw_registry *reg = NULL;
+  ck_ok(sw_registry_create(&reg, 4, o));
+  sw_limiter *named = NULL;
+  ck_ok(sw_registry_get(reg, "named", &named));
+  ck_ok(sw_cluster_add(c, l, "free-a"));
+  ck_ok(sw_cluster_add(c, named, "free-b"));
+  sw_cluster *other = mk_cluster(port);
+  ck_sw(sw_cluster_add(other, l, "free-a"), SW_ESTATE); /* one cluster at a time */
+  ck_ok(sw_cluster_start(c));
+  int64_t deadline = sw_now_ms() + 5000;
+  while (stats(l, sw_now_ms()).calls + stats(named, sw_now_ms()).calls == 0 &&
+         sw_now_ms() < deadline)
+    rf_sleep_ms(1);
+  sw_limiter_free(l);    /* no sw_cluster_remove */
+  sw_registry_free(reg); /* nor for its limiter */
+  rf_sleep_ms(1200);     /* more rounds: the refiller reads neither */
+  sw_limiter *after = mk_limiter(200, 20, SW_CLUSTER_FAIL_CLOSED, 1, 1000);
+  ck_ok(sw_cluster_add(c, after, "free-c"));
+  sw_cluster_free(c);
+  ck_ok(sw_cluster_add(other, after, "free-c")); /* free of c took it out */
+  sw_cluster_free(other);
+  sw_limiter_free(after);
+  sw_options_free(o);
+  close(fd);
+}
+END_TEST
+
 typedef struct log_rec {
   int n, up[16];
   char server[16][80], msg[16][256];
@@ -1938,7 +1980,8 @@ int main(void) {
   SW_TCASE(s, "one redis-server", two_processes_share_one_budget);
   SW_TCASE(s, "failure", failure_sigkill_and_restart, noscript_reloads,
            failure_sigstop_and_sigcont, recovery_edge_local, recovery_edge_open);
-  SW_TCASE(s, "teardown and log", remove_waits_for_the_round_in_flight, log_once_per_change,
+  SW_TCASE(s, "teardown and log", remove_waits_for_the_round_in_flight, free_while_added,
+           log_once_per_change,
            auth_and_select);
   SW_TCASE(s, "redis cluster", redis_cluster_one_seed_moved_clusterdown,
            redis_cluster_stopped_master_spares_others, redis_cluster_failover_to_replica);

@@ -686,12 +686,13 @@ SW_API int sw_lease_stats(const sw_limiter *l, int64_t t, sw_lease_info *info);
  * hiredis at build time every function returns SW_ENOTSUP ("cluster support
  * not built").
  *
- * Teardown: the refiller reads every limiter added to c. Before a limiter
- * is freed (sw_limiter_free, or the registry or segment that holds it is
- * freed or closed), call sw_cluster_remove for it or sw_cluster_free for c;
- * both wait for a refill round in progress (at most about the timeout per
- * Redis node), after which c never touches the limiter again. Freeing a
- * limiter still added to a running cluster is a use after free. */
+ * Teardown: the refiller reads every limiter added to c. Freeing a limiter
+ * (sw_limiter_free, or freeing or closing the registry or segment that
+ * holds it) first takes it out of its cluster, as sw_cluster_remove does:
+ * it waits for a refill round in progress (at most about the timeout per
+ * Redis node), after which c never touches the limiter again. sw_cluster_free
+ * can come before or after. Not thread-safe against entries on the limiter
+ * being freed (as for any free). */
 typedef struct sw_cluster sw_cluster;
 /* servers: "host:port" entries (a host name, IPv4, or "[IPv6]:port")
  * separated by commas, at most 1023 bytes; nothing is connected yet.
@@ -703,9 +704,10 @@ SW_API int sw_cluster_create(sw_cluster **out, const char *servers, const sw_opt
  * SW_OPT_CLUSTER_TIMEOUT_MS + one bucket, they use their failure policy
  * until a call succeeds again. */
 SW_API void sw_cluster_free(sw_cluster *c);
-/* Keep l's lease (a limiter with SW_OPT_CLUSTER=1; borrowed: remove it, or
- * free c, before freeing l) under Redis key "sw:{resource}". Processes that
- * share a budget use the same resource name. */
+/* Keep l's lease (a limiter with SW_OPT_CLUSTER=1; borrowed until removed,
+ * or freed, or c freed) under Redis key "sw:{resource}". Processes that
+ * share a budget use the same resource name. A limiter is added to one
+ * cluster at a time: SW_ESTATE if it already is. */
 SW_API int sw_cluster_add(sw_cluster *c, sw_limiter *l, const char *resource);
 /* Stop keeping l's lease; returns once no refill round uses l (it waits for
  * the one in progress), so that l may then be freed. Thread-safe. SW_ENOTFOUND
