@@ -283,6 +283,38 @@ START_TEST(test_full_of_active_keys) {
 }
 END_TEST
 
+/* A concurrency table never evicts a key with requests in flight (its
+ * exit would find another key): a new key finding only such keys is
+ * blocked as full; once one of them exits, the new key takes its place. */
+START_TEST(test_in_flight_keys_are_not_evicted) {
+  sw_options *o = keyed_opts(SW_BEHAVIOR_REJECT, 2);
+  ck_ok(sw_options_set(o, SW_OPT_GRADE, SW_GRADE_CONCURRENCY));
+  sw_keyed *k = keyed_new(12, o); /* one bucket: 16 places; on_full evict */
+  for (int i = 0; i < 16; i++) {
+    char key[8];
+    snprintf(key, sizeof key, "k%d", i);
+    ck_assert_int_eq(enter(k, 100 + i, key).verdict, PASS);
+  }
+  sw_decision d = enter(k, 200, "new");
+  ck_assert_int_eq(d.verdict, BLOCK);
+  ck_assert_int_eq(d.full, 1);
+  ck_assert_int_eq(info(k).evicted, 0);
+  ck_ok(sw_keyed_exit_at(k, 300, "k7", 2, 5, 1, 0));
+  d = enter(k, 400, "new");
+  ck_assert_int_eq(d.verdict, PASS);
+  ck_assert_int_eq(d.full, 0);
+  ck_assert_int_eq(info(k).evicted, 1);
+  ck_assert_int_eq(key_pass(k, 400, "k7"), -1); /* the one with nothing in flight */
+  for (int i = 0; i < 16; i++) { /* every other exit still finds its key */
+    char key[8];
+    snprintf(key, sizeof key, "k%d", i);
+    if (i != 7) ck_ok(sw_keyed_exit_at(k, 500, key, strlen(key), 5, 1, 0));
+  }
+  sw_keyed_free(k);
+  sw_options_free(o);
+}
+END_TEST
+
 /* A key is idle from the first window in which its last window has left
  * the interval, not one later: 16 keys active in window 0 (0..500 ms of
  * 2 x 500) are active at t=999 (a new key is refused) and idle at t=1000
@@ -683,7 +715,8 @@ int main(void) {
            test_dry_run);
   SW_TCASE(s, "kinds", test_pacing_per_key, test_concurrency_per_key);
   SW_TCASE(s, "places", test_waves_reclaim_everything, test_full_of_active_keys,
-           test_idle_from_the_first_window_out, test_stale_insert_evicts_the_oldest, test_keys,
+           test_idle_from_the_first_window_out, test_in_flight_keys_are_not_evicted,
+           test_stale_insert_evicts_the_oldest, test_keys,
            test_scan_and_top, test_sizes);
   SW_TCASE(s, "rules", test_rules, test_bad_input);
   SW_TCASE(s, "scale", test_churn_under_threads, test_top_while_places_change_hands,
