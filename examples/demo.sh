@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 sw_need $SW_C_PKGS
 sw_build _build/demo
 make -C _build/demo -s examples/demo_boundary examples/demo_behaviors examples/demo_shared \
-  tools/swctl >/dev/null
+  examples/per_client tools/swctl >/dev/null
 echo "== 1. The boundary problem: a fixed window against libsw's sliding window"
 echo
 _build/demo/examples/demo_boundary
@@ -23,3 +23,7 @@ echo
 echo "  what swctl sees in the segment:"
 _build/demo/tools/swctl list "$seg" | sed 's/^/  /'
 rm -f "/dev/shm/$seg"
+echo
+echo "== 4. A limit per client: 250,000 clients through a keyed table for 100,000 at once"
+echo
+_build/demo/examples/per_client
