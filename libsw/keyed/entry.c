@@ -162,7 +162,8 @@ static int sw__kt_decide_reject(sw_keyed *k, const sw__rule *r, int64_t t, uint3
  * left, no other thread on the word. SW__KT_FAST_DONE when decided and
  * counted; otherwise nothing is done and the general path takes over, told
  * what the lookup found: SW__KT_FAST_ABSENT (no such key; *q prepared for
- * an insert) or SW__KT_FAST_FOUND (*ref is its place). */
+ * an insert) or SW__KT_FAST_FOUND (*ref is its place; q's second bucket
+ * not computed if the first held it). */
 #define SW__KT_FAST_DONE 2
 #define SW__KT_FAST_FOUND 1
 #define SW__KT_FAST_ABSENT 0
@@ -361,6 +362,7 @@ SW_API int sw_keyed_entry_at(sw_keyed *k, int64_t t, const void *key, size_t len
   if (k->kind == SW__KT_REJECT && !r.dry_run && len - 1 < 16) {
     known = sw__kt_fast(k, t, key, len, n, r.threshold, d, &q, &ref);
     if (known == SW__KT_FAST_DONE) return SW_OK;
+    if (known == SW__KT_FAST_FOUND) sw__kt_place_second(k, &q); /* for a lookup again */
   } else if ((rc = sw__kt_prepare(k, key, len, &q)) < 0) {
     return rc;
   }
