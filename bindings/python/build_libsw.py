@@ -67,7 +67,8 @@ def libsw_version(src_dir: str | None = None) -> str:
 def _parse_makefile_am_sources(path: str) -> list:
     """The .c files of libsw_libsw_la_SOURCES in Makefile.am, from the
     assignments outside any automake conditional (what a configure without
-    optional features builds)."""
+    optional features builds), relative to libsw/ (a layer's folder, e.g.
+    keyed/table.c, kept)."""
     with open(path, encoding="utf-8") as f:
         text = f.read().replace("\\\n", " ")
     depth = 0
@@ -82,7 +83,8 @@ def _parse_makefile_am_sources(path: str) -> list:
             continue
         m = re.match(r"libsw_libsw_la_SOURCES\s*\+?=(.*)$", word)
         if m and depth == 0:
-            out += [os.path.basename(t) for t in m.group(1).split() if t.endswith(".c")]
+            out += [t[len("libsw/"):] if t.startswith("libsw/") else t
+                    for t in m.group(1).split() if t.endswith(".c")]
     return out
 
 
@@ -99,7 +101,7 @@ def libsw_sources(src_dir: str) -> list:
         with open(listing, encoding="utf-8") as f:
             names = f.read().split()
     if not names:
-        return sorted(glob.glob(os.path.join(src_dir, "*.c")))
+        return sorted(glob.glob(os.path.join(src_dir, "**", "*.c"), recursive=True))
     paths = [os.path.join(src_dir, n) for n in names]
     missing = [p for p in paths if not os.path.isfile(p)]
     if missing:
