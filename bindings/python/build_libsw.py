@@ -547,6 +547,7 @@ int64_t swpy_token(intptr_t site, int64_t t0);
 int swpy_exit_ok(int64_t token);
 int swpy_exit_err(int64_t token);
 int64_t swpy_kenter(sw_keyed *k, const char *key, size_t len, int64_t n);
+int64_t swpy_remaining(void);
 int64_t swpy_kenter_at(sw_keyed *k, int64_t t, const char *key, size_t len, int64_t n);
 int swpy_kexit(sw_keyed *k, const char *key, size_t len, int64_t t0, int64_t n, uint32_t flags);
 int swpy_kexit_at(sw_keyed *k, int64_t t, const char *key, size_t len, int64_t t0, int64_t n,
@@ -596,15 +597,18 @@ static int swpy_exit(sw_limiter *l, int64_t t0, int64_t n, uint32_t flags) {
   return swpy_exit_at(l, sw_now_ms(), t0, n, flags);
 }
 
-/* The same for a key of a keyed table. A new key that found no place (the
- * decision's full: on_full open or closed) is SWPY_NOT_PASS even when let
- * through, so that Python sees it. */
+/* The same for a key of a keyed table. Only a plain pass returns t: a new
+ * key let through uncounted (full, on_full open) and a dry-run pass that
+ * would have blocked are SWPY_NOT_PASS, so that Python reads the decision
+ * only then (swpy_remaining() after a plain pass). */
 static int64_t swpy_kenter_at(sw_keyed *k, int64_t t, const char *key, size_t len, int64_t n) {
   int rc = sw_keyed_entry_at(k, t, key, len, n, 0, &swpy_tls_decision);
   if (rc < 0) return rc;
-  return swpy_tls_decision.verdict == SW_VERDICT_PASS && !swpy_tls_decision.full ? t
-                                                                                  : SWPY_NOT_PASS;
+  const sw_decision *d = &swpy_tls_decision;
+  return d->verdict == SW_VERDICT_PASS && !d->full && !d->would_block ? t : SWPY_NOT_PASS;
 }
+
+static int64_t swpy_remaining(void) { return swpy_tls_decision.remaining; }
 
 static int64_t swpy_kenter(sw_keyed *k, const char *key, size_t len, int64_t n) {
   return swpy_kenter_at(k, sw_now_ms(), key, len, n);

@@ -38,6 +38,10 @@ ON_FULL = {"evict": lib.SW_FULL_EVICT, "open": lib.SW_FULL_OPEN, "allow": lib.SW
            "closed": lib.SW_FULL_CLOSED}
 _BY = {"pass": lib.SW_KEYED_BY_PASS, "block": lib.SW_KEYED_BY_BLOCK}
 _SCAN_BATCH = 256  # keys read per sw_keyed_scan_at call
+_N_MAX = 2**31 - 1  # units of one entry
+_kenter = lib.swpy_kenter
+_kenter_at = lib.swpy_kenter_at
+_remaining = lib.swpy_remaining
 
 # `with key_limiter:` keeps (view, permit, previous) per thread and task.
 _active: "contextvars.ContextVar[Optional[tuple]]" = contextvars.ContextVar("libsw_key_active", default=None)
@@ -59,18 +63,27 @@ def encode_key(key: object) -> bytes:
     """A key's bytes: a str is UTF-8 (lone surrogates as surrogateescape
     bytes, so that keys() round-trips), bytes are used as they are (binary
     IPv4 / IPv6 addresses; NUL bytes are part of the key)."""
-    t = type(key)
-    if t is str:
-        try:
-            return cast(str, key).encode("utf-8", "surrogateescape")
-        except UnicodeEncodeError:
-            raise ArgumentError("key=%r is not encodable as UTF-8" % (key,), _ERANGE) from None
+    t = key.__class__
     if t is bytes:
         return cast(bytes, key)
+    if t is str:
+        try:
+            return cast(str, key).encode()
+        except UnicodeEncodeError:
+            pass
+    return _encode_slow(key)
+
+
+def _encode_slow(key: object) -> bytes:
     if isinstance(key, KeyDigest):
         raise TypeError("key=%r is the digest of a longer key, not a key: use the key itself" % (key,))
-    if isinstance(key, (str, bytes)):  # subclasses
-        return encode_key(str(key) if isinstance(key, str) else bytes(key))
+    if isinstance(key, bytes):
+        return bytes(key)
+    if isinstance(key, str):
+        try:
+            return str.encode(key, "utf-8", "surrogateescape")
+        except UnicodeEncodeError:
+            raise ArgumentError("key=%r is not encodable as UTF-8" % (key,), _ERANGE) from None
     raise TypeError("key must be str or bytes, not %s" % type(key).__name__)
 
 
@@ -255,8 +268,8 @@ class KeyedTable:
     @staticmethod
     def _enter(h: Any, clock: Optional[Callable[[], int]], kb: bytes, n: int) -> int:
         if clock is None:
-            return lib.swpy_kenter(h, kb, len(kb), n)
-        return lib.swpy_kenter_at(h, clock(), kb, len(kb), n)
+            return _kenter(h, kb, len(kb), n)
+        return _kenter_at(h, clock(), kb, len(kb), n)
 
     @staticmethod
     def exit(h: Any, clock: Optional[Callable[[], int]], kb: bytes, t0: int, n: int, flags: int,
@@ -269,49 +282,71 @@ class KeyedTable:
         if rc < 0 and not (rc == _ESTATE and full):
             raise error_from_code(rc, "release")
 
-    def _fail(self, view: "KeyLimiter", kb: bytes, rc: int) -> Exception:
-        if self.h == ffi.NULL or view._closed:
-            return ClosedError(view._closed_msg())
-        return key_error(view.key, kb, rc)
-
-    def _steps(self, view: "KeyLimiter", h: Any, n: int, rc: int, block: bool, timeout: Optional[float],
-               info: List[Any]) -> Any:
-        lim = view._lim
+    def acquire(self, lim: "RateLimiter", key: Key, n: object, block: Optional[bool], timeout: Optional[float],
+                kb: Optional[bytes] = None) -> Permit:
+        """Enter key with n units: an admitted permit, or BlockedError (or
+        waits: block, a pacing WAIT). The fast path makes no view and reads
+        one integer of the decision."""
+        if kb is None:
+            kb = encode_key(key)
+        if n.__class__ is not int or not 0 <= n <= _N_MAX:  # type: ignore[operator]
+            n = lim._check_n(n)
+        h = self.h
         clock = lim._clock
-        kb = view._kb
+        rc = _kenter(h, kb, len(kb), n) if clock is None else _kenter_at(h, clock(), kb, len(kb), n)
+        if rc >= 0:
+            return KeyedPermit._new(lim, key, kb, n, h, rc, _remaining(), 0.0, False, False)
+        info = new_info()
+        rc = run(self._steps(lim, key, kb, h, n, rc, block, timeout, info), lim._sleep)
+        return self._admitted(lim, key, kb, n, h, rc, info)
+
+    async def acquire_async(self, lim: "RateLimiter", key: Key, n: object, block: Optional[bool],
+                            timeout: Optional[float], kb: Optional[bytes] = None) -> Permit:
+        if kb is None:
+            kb = encode_key(key)
+        if n.__class__ is not int or not 0 <= n <= _N_MAX:  # type: ignore[operator]
+            n = lim._check_n(n)
+        h = self.h
+        rc = self._enter(h, lim._clock, kb, n)
+        if rc >= 0:
+            return KeyedPermit._new(lim, key, kb, n, h, rc, _remaining(), 0.0, False, False)
+        info = new_info()
+        rc = await run_async(self._steps(lim, key, kb, h, n, rc, block, timeout, info), lim._async_sleep)
+        return self._admitted(lim, key, kb, n, h, rc, info)
+
+    def try_acquire(self, lim: "RateLimiter", key: Key, n: object, kb: Optional[bytes] = None) -> Permit:
+        try:
+            return self.acquire(lim, key, n, False, None, kb)
+        except BlockedError as e:
+            return KeyedPermit._refused(lim, key, kb, n, e)
+
+    async def try_acquire_async(self, lim: "RateLimiter", key: Key, n: object,
+                                kb: Optional[bytes] = None) -> Permit:
+        try:
+            return await self.acquire_async(lim, key, n, False, None, kb)
+        except BlockedError as e:
+            return KeyedPermit._refused(lim, key, kb, n, e)
+
+    def _steps(self, lim: "RateLimiter", key: Key, kb: bytes, h: Any, n: int, rc: int, block: Optional[bool],
+               timeout: Optional[float], info: List[Any]) -> Any:
+        clock = lim._clock
+
+        def fail(rc: int) -> Exception:
+            if self.h == ffi.NULL:
+                return ClosedError("limiter of key %r is closed" % (_short(key),))
+            return key_error(key, kb, rc)
+
         return steps(rc, lambda: self._enter(self.h, clock, kb, n),
-                     lambda: self.exit(h, clock, kb, lim._now(), n, _EXIT_ERROR, True),
-                     lambda rc: self._fail(view, kb, rc), lim._now, view.key, block, timeout, info)
+                     lambda: self.exit(h, clock, kb, lim._now(), n, _EXIT_ERROR, True), fail, lim._now, key,
+                     lim._blocking if block is None else bool(block), lim._timeout if timeout is None else timeout,
+                     info)
 
-    def _prepare(self, view: "KeyLimiter", n: object, block: Optional[bool],
-                 timeout: Optional[float]) -> Tuple[int, bool, Optional[float]]:
-        lim = view._lim
-        if view._closed:
-            raise ClosedError(view._closed_msg())
-        return (lim._check_n(n), lim._blocking if block is None else bool(block),
-                lim._timeout if timeout is None else timeout)
-
-    def acquire(self, view: "KeyLimiter", n: object, block: Optional[bool], timeout: Optional[float]) -> Permit:
-        """Enter view's key with n units: an admitted permit, or BlockedError."""
-        n, block, timeout = self._prepare(view, n, block, timeout)
-        h = self.h
-        rc = self._enter(h, view._lim._clock, view._kb, n)
-        if rc >= 0:
-            return KeyedPermit._admitted(view, n, h, rc, None)
-        info = new_info()
-        rc = run(self._steps(view, h, n, rc, block, timeout, info), view._lim._sleep)
-        return KeyedPermit._admitted(view, n, h, rc, info)
-
-    async def acquire_async(self, view: "KeyLimiter", n: object, block: Optional[bool],
-                            timeout: Optional[float]) -> Permit:
-        n, block, timeout = self._prepare(view, n, block, timeout)
-        h = self.h
-        rc = self._enter(h, view._lim._clock, view._kb, n)
-        if rc >= 0:
-            return KeyedPermit._admitted(view, n, h, rc, None)
-        info = new_info()
-        rc = await run_async(self._steps(view, h, n, rc, block, timeout, info), view._lim._async_sleep)
-        return KeyedPermit._admitted(view, n, h, rc, info)
+    @staticmethod
+    def _admitted(lim: "RateLimiter", key: Key, kb: bytes, n: int, h: Any, t0: int, info: List[Any]) -> "KeyedPermit":
+        d = lib.swpy_decision()  # this thread's last entry: this one
+        p = KeyedPermit._new(lim, key, kb, n, h, t0, d.remaining if info[1] is None else info[1], info[0],
+                             bool(d.would_block), info[3])
+        return p
 
     # ------------------------------------------------------------ reads
 
@@ -371,29 +406,49 @@ class KeyedTable:
 
 
 class KeyedPermit(Permit):
-    """A permit of one key of a keyed table. ``full``: the key found no
-    place and was let through uncounted (``on_full="open"``)."""
+    """A permit of one key of a keyed table; ``limiter`` is the key's
+    :class:`KeyLimiter`, made when asked for. ``full``: the key found no
+    place (``on_full="open"`` let it through uncounted, ``"closed"`` refused
+    it)."""
 
-    __slots__ = ("_kb", "full")
+    __slots__ = ("_lim", "_key", "_kb", "full")
 
-    @classmethod
-    def _admitted(cls, view: "KeyLimiter", n: int, h: Any, t0: int, info: Optional[List[Any]]) -> "KeyedPermit":
-        d = lib.swpy_decision()  # this thread's last entry: this one
-        p = cls(view, n, True, 0.0, 0.0 if info is None else info[0],
-                d.remaining if info is None or info[1] is None else info[1], False, h, t0, bool(d.would_block))
-        p._kb = view._kb
-        p.full = info is not None and info[3]
+    @property  # type: ignore[override]
+    def limiter(self) -> "KeyLimiter":
+        return KeyLimiter(self._lim, self._key, self._kb)
+
+    @staticmethod
+    def _new(lim: "RateLimiter", key: Key, kb: bytes, n: int, h: Any, t0: int, remaining: int, waited: float,
+             would_block: bool, full: bool) -> "KeyedPermit":
+        p = _new_permit(KeyedPermit)
+        p._lim = lim
+        p._key = key
+        p._kb = kb
+        p.n = n
+        p.admitted = True
+        p.retry_after = 0.0
+        p.waited = waited
+        p.remaining = remaining
+        p.borrowed = False
+        p.would_block = would_block
+        p.full = full
+        p._h = h
+        p._t0 = t0
         return p
 
-    @classmethod
-    def _refused(cls, view: "KeyLimiter", n: int, e: BlockedError) -> "KeyedPermit":
-        p = cls(view, n, False, e.retry_after, 0.0, e.remaining, False, None, 0)
-        p._kb = view._kb
-        p.full = e.full
+    @staticmethod
+    def _refused(lim: "RateLimiter", key: Key, kb: Optional[bytes], n: object, e: BlockedError) -> "KeyedPermit":
+        p = KeyedPermit._new(lim, key, kb if kb is not None else encode_key(key), cast(int, n), None, 0,
+                             e.remaining, 0.0, False, e.full)
+        p.admitted = False
+        p.retry_after = e.retry_after
         return p
 
     def _end(self, h: Any, flags: int) -> None:
-        KeyedTable.exit(h, self.limiter._lim._clock, self._kb, self._t0, self.n, flags, self.full)
+        KeyedTable.exit(h, self._lim._clock, self._kb, self._t0, self.n, flags, self.full)
+
+
+_new_permit = object.__new__
 
 
 # ------------------------------------------------------------------ view
@@ -449,26 +504,25 @@ class KeyLimiter:
 
     # ------------------------------------------------------------ entries
 
+    def _table(self) -> KeyedTable:
+        if self._closed:
+            raise ClosedError(self._closed_msg())
+        return self._lim._kt  # type: ignore[return-value]
+
     def acquire(self, n: int = 1, *, block: Optional[bool] = None, timeout: Optional[float] = None) -> Permit:
         """As :meth:`RateLimiter.acquire`, for this key."""
-        return self._lim._kt.acquire(self, n, block, timeout)
+        return self._table().acquire(self._lim, self.key, n, block, timeout, self._kb)
 
     async def acquire_async(self, n: int = 1, *, block: Optional[bool] = None,
                             timeout: Optional[float] = None) -> Permit:
-        return await self._lim._kt.acquire_async(self, n, block, timeout)
+        return await self._table().acquire_async(self._lim, self.key, n, block, timeout, self._kb)
 
     def try_acquire(self, n: int = 1) -> Permit:
         """As :meth:`RateLimiter.try_acquire`: a false permit when refused."""
-        try:
-            return self._lim._kt.acquire(self, n, False, None)
-        except BlockedError as e:
-            return KeyedPermit._refused(self, n, e)
+        return self._table().try_acquire(self._lim, self.key, n, self._kb)
 
     async def try_acquire_async(self, n: int = 1) -> Permit:
-        try:
-            return await self._lim._kt.acquire_async(self, n, False, None)
-        except BlockedError as e:
-            return KeyedPermit._refused(self, n, e)
+        return await self._table().try_acquire_async(self._lim, self.key, n, self._kb)
 
     def __call__(self, fn: F) -> F:
         """Decorate a function or ``async def`` function with this key's limit."""

@@ -726,7 +726,7 @@ class RateLimiter:
         blocking (this call's ``block``, else the limiter's): then retries
         until ``timeout`` seconds (this call's, else the limiter's)."""
         if key is not None and self._kt is not None:
-            return self._kt.acquire(KeyLimiter(self, key, encode_key(key)), n, block, timeout)
+            return self._kt.acquire(self, key, n, block, timeout)
         lim = self._target(key)
         n = self._check_n(n)
         if block is None:
@@ -746,7 +746,7 @@ class RateLimiter:
                             block: Optional[bool] = None, timeout: Optional[float] = None) -> Permit:
         """:meth:`acquire` for coroutines: waits with ``asyncio.sleep``."""
         if key is not None and self._kt is not None:
-            return await self._kt.acquire_async(KeyLimiter(self, key, encode_key(key)), n, block, timeout)
+            return await self._kt.acquire_async(self, key, n, block, timeout)
         lim = self._target(key)
         n = self._check_n(n)
         if block is None:
@@ -768,7 +768,7 @@ class RateLimiter:
         with ``retry_after`` when refused. An admission that must wait
         (pacing) is waited for with time.sleep before returning."""
         if key is not None and self._kt is not None:
-            return KeyLimiter(self, key, encode_key(key)).try_acquire(n)
+            return self._kt.try_acquire(self, key, n)
         try:
             return self.acquire(n, key=key, block=False)
         except BlockedError as e:
@@ -777,7 +777,7 @@ class RateLimiter:
     async def try_acquire_async(self, n: int = 1, *, key: Optional[Union[str, bytes]] = None) -> Permit:
         """:meth:`try_acquire` for coroutines."""
         if key is not None and self._kt is not None:
-            return await KeyLimiter(self, key, encode_key(key)).try_acquire_async(n)
+            return await self._kt.try_acquire_async(self, key, n)
         try:
             return await self.acquire_async(n, key=key, block=False)
         except BlockedError as e:
