@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional,
 from ._errors import ArgumentError, BlockedError, ClosedError, check, error_from_code
 from ._libsw import ffi, lib
 from ._permit import Permit
-from ._util import get_opt, want_int
+from ._util import pop_entered, want_int
 from ._wait import new_info, run, run_async, steps
 
 if TYPE_CHECKING:
@@ -411,44 +411,32 @@ class KeyedPermit(Permit):
     place (``on_full="open"`` let it through uncounted, ``"closed"`` refused
     it)."""
 
-    __slots__ = ("_lim", "_key", "_kb", "full")
+    __slots__ = ("_key", "_kb", "full")
 
-    @property  # type: ignore[override]
+    @property
     def limiter(self) -> "KeyLimiter":
         return KeyLimiter(self._lim, self._key, self._kb)
 
     @staticmethod
     def _new(lim: "RateLimiter", key: Key, kb: bytes, n: int, h: Any, t0: int, remaining: int, waited: float,
              would_block: bool, full: bool) -> "KeyedPermit":
-        p = _new_permit(KeyedPermit)
-        p._lim = lim
+        p = KeyedPermit(lim, n, True, 0.0, waited, remaining, False, h, t0, would_block)
         p._key = key
         p._kb = kb
-        p.n = n
-        p.admitted = True
-        p.retry_after = 0.0
-        p.waited = waited
-        p.remaining = remaining
-        p.borrowed = False
-        p.would_block = would_block
         p.full = full
-        p._h = h
-        p._t0 = t0
         return p
 
     @staticmethod
     def _refused(lim: "RateLimiter", key: Key, kb: Optional[bytes], n: object, e: BlockedError) -> "KeyedPermit":
-        p = KeyedPermit._new(lim, key, kb if kb is not None else encode_key(key), cast(int, n), None, 0,
-                             e.remaining, 0.0, False, e.full)
-        p.admitted = False
-        p.retry_after = e.retry_after
+        p = KeyedPermit(lim, cast(int, n), False, e.retry_after, 0.0, e.remaining, False, None, 0)
+        p._key = key
+        p._kb = kb if kb is not None else encode_key(key)
+        p.full = e.full
         return p
 
     def _end(self, h: Any, flags: int) -> None:
         KeyedTable.exit(h, self._lim._clock, self._kb, self._t0, self.n, flags, self.full)
 
-
-_new_permit = object.__new__
 
 
 # ------------------------------------------------------------------ view
@@ -551,11 +539,7 @@ class KeyLimiter:
         return self
 
     def __exit__(self, et: Any, ev: Any, tb: Any) -> None:
-        top = _active.get()
-        if top is None or top[0] is not self:
-            raise RuntimeError("KeyLimiter.__exit__ without a matching __enter__ in this thread or task")
-        _active.set(top[2])
-        top[1].release(error=et is not None)
+        pop_entered(_active, self, "KeyLimiter")[1].release(error=et is not None)
 
     async def __aenter__(self) -> "KeyLimiter":
         _active.set((self, await self.acquire_async(), _active.get()))

@@ -25,7 +25,6 @@ from typing import (
     Awaitable,
     Callable,
     Dict,
-    Iterator,
     List,
     Optional,
     Tuple,
@@ -38,35 +37,19 @@ from ._cluster import FAILURES as _FAILURES
 from ._cluster import Cluster as _Cluster
 from ._cluster import Settings as _ClusterSettings
 from ._cluster import resource_name as _resource_name
-from ._errors import (
-    ArgumentError,
-    BlockedError,
-    ClosedError,
-    NotSupportedError,
-    RegistryFullError,
-    check,
-    error_from_code,
-)
-from ._keyed import ON_FULL as _KEYED_ON_FULL
-from ._keyed import (
-    KEY_MAX,
-    KeyDigest,
-    KeyedStats,
-    KeyedTable,
-    KeyLimiter,
-    KeyStats,
-    encode_key,
-    key_error,
-    keys_segment_name,
-)
+from ._errors import ArgumentError, BlockedError, ClosedError, check, error_from_code
+from ._keyed import KeyedTable, KeyLimiter, keys_segment_name
 from ._libsw import ffi, lib
+from ._perkey import PerKey, check_on_full
 from ._permit import Permit
 from ._util import (
+    CLOSED,
     UINT32_MAX,
     get_opt,
     is_int,
     keep_alive,
     new_options,
+    pop_entered,
     seconds_to_ms,
     set_opt,
     to_bytes_name,
@@ -82,14 +65,11 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 _EXIT_ERROR: int = lib.SW_EXIT_ERROR
-_REGISTRY_ON_FULL = ("raise", "allow", "shared")
 # With segment= and a keyed table, the segment holds this many limiters by
 # name unless names= says otherwise (their keys are in a segment of their own).
 _DEFAULT_NAMES = 1024
 _PRIORITIZED: int = lib.SW_ENTRY_PRIORITIZED
-# The handle of a closed limiter: C calls on it fail with SW_ENULL, which the
-# slow path turns into ClosedError (no check on the fast path).
-_CLOSED = ffi.NULL
+_CLOSED = CLOSED  # see _util.CLOSED
 
 _BEHAVIORS = {
     "reject": lib.SW_BEHAVIOR_REJECT,
@@ -164,7 +144,7 @@ def _clock_sleep(clock: Any, attr: str, default: Any) -> Any:
     return fn if callable(fn) else default
 
 
-class RateLimiter:
+class RateLimiter(PerKey):
     """A flow rule (Sentinel's flow controllers) on its own statistics.
 
     Exactly one of ``qps`` (passes per second over a sliding window of
@@ -288,9 +268,7 @@ class RateLimiter:
             if not isinstance(name, str):
                 raise TypeError("name must be a str, not %s" % type(name).__name__)
             to_bytes_name(name, "name")  # no NUL: "n\0one" and "n\0two" are not one name
-        if on_full is not None and on_full not in _KEYED_ON_FULL and on_full not in _REGISTRY_ON_FULL:
-            raise ValueError("on_full=%r is not one of 'evict', 'open', 'closed' (a keyed table) or "
-                             "'raise', 'allow', 'shared' (keys in a registry)" % (on_full,))
+        check_on_full(on_full)
         if clock is not None and not callable(clock):
             raise TypeError("clock must be a callable returning milliseconds")
         if timeout is not None:
@@ -379,24 +357,6 @@ class RateLimiter:
         root.members.append(self)
         if self._cluster is not None:
             self._cluster.add(self._h, resource)
-
-    def _keys_path(self, opts: Any, on_full: Optional[str], key_bytes: int, prioritized: bool) -> Any:
-        """The keyed table's options when one takes the rule (then keys use
-        it), else None (keys get limiters from a registry); sets on_full."""
-        root = self._root
-        kopts = KeyedTable.options(opts, on_full if on_full in _KEYED_ON_FULL else "evict", key_bytes)
-        if not prioritized and KeyedTable.takes(kopts):  # a keyed table has no borrowing
-            if on_full in _REGISTRY_ON_FULL and on_full != "allow":
-                raise ValueError("on_full=%r is for keys in a registry; this rule's keys are in a keyed "
-                                 "table: on_full is one of 'evict', 'open', 'closed'" % (on_full,))
-            root.on_full = on_full or "evict"
-            return kopts
-        if on_full in _KEYED_ON_FULL and on_full not in ("open", "allow"):
-            raise ValueError("on_full=%r needs a keyed table, which does not take this rule (warm-up, "
-                             "prioritized, cluster, ...): its keys are in a registry, where on_full is "
-                             "one of 'raise', 'allow', 'shared'" % (on_full,))
-        root.on_full = "allow" if on_full == "open" else on_full or "raise"
-        return None
 
     def _open_segments(self, segment: Any, seg_name: bytes, bname: bytes, names: int, flags: int,
                        kopts: Any) -> None:
@@ -685,10 +645,7 @@ class RateLimiter:
         return self
 
     def __exit__(self, et: Any, ev: Any, tb: Any) -> None:
-        top = _active.get()
-        if top is None or top[0] is not self:
-            raise RuntimeError("RateLimiter.__exit__ without a matching __enter__ in this thread or task")
-        _active.set(top[3])
+        top = pop_entered(_active, self, "RateLimiter")
         self._exit(top[1], top[2], 1, et is not None)
 
     async def __aenter__(self) -> "RateLimiter":
@@ -782,158 +739,6 @@ class RateLimiter:
             return await self.acquire_async(n, key=key, block=False)
         except BlockedError as e:
             return Permit(self._target(key), n, False, e.retry_after, 0.0, e.remaining, False, None, 0)
-
-    # ------------------------------------------------------------- per key
-
-    def for_key(self, key: Union[str, bytes]) -> Union["RateLimiter", KeyLimiter]:
-        """The limiter of key, with this limiter's rule and settings, usable
-        as a decorator, a context manager and with acquire / try_acquire.
-        With a keyed table: a :class:`KeyLimiter`, a view made on each call
-        (the key's state is in the table, inserted at its first entry).
-        Otherwise a RateLimiter from a registry of ``capacity`` keys (in the
-        segment, as ``"<name>:<key>"``, when there is one), made on first
-        use and kept."""
-        root = self._root
-        if self._key is not None:
-            raise TypeError("for_key() of a key's limiter: call it on the limiter that made it")
-        if self._kt is not None:
-            if self._h is _CLOSED:
-                raise ClosedError(self._closed_msg())
-            kb = encode_key(key)
-            if not 1 <= len(kb) <= KEY_MAX:
-                raise key_error(key, kb, lib.SW_ERANGE)
-            return KeyLimiter(self, key, kb)
-        skey = self._registry_key(key)
-        child = root.keys.get(skey)
-        if child is not None and child._h is not _CLOSED:
-            return child
-        if self._h is _CLOSED:
-            raise ClosedError(self._closed_msg())
-        with root.lock:
-            child = root.keys.get(skey)
-            if child is not None and child._h is not _CLOSED:
-                return child
-            if root.registry is None:
-                p = ffi.new("sw_registry **")
-                check(lib.sw_registry_create(p, root.capacity, root.opts), "registry")
-                root.registry = ffi.gc(p[0], lib.sw_registry_free)
-            bname = to_bytes_name(root.prefix + skey, "key")
-            try:
-                h = self._registry_get(bname, "key")
-            except RegistryFullError:
-                if root.on_full == "raise":
-                    raise
-                return self._overflow()
-            child = self._child(h, skey)
-            if self._cluster is not None:  # each key is a fleet-wide budget of its own
-                self._cluster.add(h, bname)
-            root.keys[skey] = child
-            return child
-
-    @staticmethod
-    def _registry_key(key: object) -> str:
-        if isinstance(key, bytes):
-            return key.decode("utf-8", "surrogateescape")
-        if isinstance(key, str):
-            return key
-        raise TypeError("key must be str or bytes, not %s" % type(key).__name__)
-
-    def _child(self, h: Any, key: str) -> "RateLimiter":
-        child = object.__new__(RateLimiter)
-        child.__dict__.update(self.__dict__)
-        child._h = h
-        child._key = key
-        child._site = None
-        self._root.members.append(child)
-        return child
-
-    def _overflow(self) -> "RateLimiter":
-        root = self._root
-        if root.overflow is None:
-            opts = root.opts
-            if root.on_full == "allow":
-                opts = ffi.gc(lib.sw_options_clone(root.opts), lib.sw_options_free)
-                hi = ffi.new("double *")
-                check(lib.sw_option_bounds(lib.SW_OPT_THRESHOLD, ffi.NULL, hi, ffi.NULL))
-                set_opt(opts, lib.SW_OPT_THRESHOLD, hi[0])
-                set_opt(opts, lib.SW_OPT_BEHAVIOR, lib.SW_BEHAVIOR_REJECT)
-            p = ffi.new("sw_limiter **")
-            check(lib.sw_limiter_create(p, opts), "overflow limiter")
-            root.overflow = self._child(ffi.gc(p[0], lib.sw_limiter_free), "<overflow>")
-        return root.overflow
-
-    def keys(self, *, raw: bool = False, now: Optional[int] = None) -> Iterator[Union[str, bytes, KeyDigest]]:
-        """An iterator over the keys. A keyed table's: the keys present at
-        now (idle ones too, until their place is reclaimed), in place order,
-        read from C in batches: bounded memory for any number of keys; str
-        (UTF-8, undecodable bytes as surrogateescape) or, with raw=True,
-        bytes; a key longer than key_bytes is its :class:`KeyDigest`. A
-        registry's: the keys with a limiter (in a segment: made by any
-        process), in creation order."""
-        if self._kt is not None:
-            return self._kt.scan(self._time(now), raw)
-        root = self._root
-        reg = root.registry
-        out: List[Union[str, bytes]] = []
-        name = ffi.new("const char **")
-        for i in range(lib.sw_registry_count(reg) if reg is not None else 0):
-            if lib.sw_registry_at(reg, i, ffi.NULL, name) == 0:
-                b = ffi.string(name[0])
-                if b.startswith(root.prefix.encode("utf-8")):
-                    b = b[len(root.prefix.encode("utf-8")):]
-                    out.append(b if raw else b.decode("utf-8", "surrogateescape"))
-        return iter(out)  # bounded by the registry's capacity
-
-    def key_stats(self, key: Union[str, bytes], now: Optional[int] = None) -> Optional[KeyStats]:
-        """What is kept of key at now (ms; default: the limiter's clock), or
-        None when nothing is (a key never seen, or whose place was reclaimed).
-        Registry keys report the blocks of the whole interval."""
-        t = self._time(now)
-        if self._kt is not None:
-            return self._kt.lookup(key, t)
-        reg = self._root.registry
-        p = ffi.new("sw_limiter **")
-        bname = to_bytes_name(self._root.prefix + self._registry_key(key), "key")
-        if reg is None or check(lib.sw_registry_find(reg, bname, p), "key_stats") == 0:
-            return None
-        node = lib.sw_limiter_node(p[0])
-        m = lib.sw_node_second_metric(node)
-        return KeyStats(key, check(lib.sw_metric_pass_at(m, t)), check(lib.sw_metric_block_at(m, t)),
-                        check(lib.sw_node_concurrency(node)), -1, t, int(lib.sw_metric_interval_sec(m) * 1000))
-
-    def top_keys(self, n: int = 10, *, by: str = "pass", now: Optional[int] = None,
-                 raw: bool = False) -> List[KeyStats]:
-        """The n keys (at most 100,000) with the most passes (by="pass") or
-        blocks (by="block") at now, most first: one pass over a keyed table,
-        in C."""
-        return self._keyed("top_keys").top(self._time(now), n, by, raw)[0]
-
-    def active_keys(self, now: Optional[int] = None) -> int:
-        """How many keys of the keyed table have a pass or a block in the interval at now."""
-        return self._keyed("active_keys").top(self._time(now), 0, "pass", False)[1]
-
-    def keyed_stats(self) -> KeyedStats:
-        """The keyed table's geometry, memory, keys and totals since creation
-        (:class:`KeyedStats`)."""
-        return self._keyed("keyed_stats").stats()
-
-    @property
-    def keyed(self) -> bool:
-        """True when the keys are in a keyed table (else in a registry)."""
-        return self._kt is not None
-
-    def _keyed(self, what: str) -> KeyedTable:
-        kt = self._kt
-        if kt is None:
-            raise NotSupportedError("%s() needs a keyed table; the keys of this rule are in a registry" % what,
-                                    lib.SW_ENOTSUP)
-        if self._h is _CLOSED:
-            raise ClosedError(self._closed_msg())
-        return kt
-
-    @property
-    def capacity(self) -> int:
-        return self._root.capacity
 
     # ---------------------------------------------------------- statistics
 

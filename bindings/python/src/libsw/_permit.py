@@ -17,14 +17,14 @@ class Permit:
     time, a success, and an exception with ``release(error=True)``. A permit
     that was refused is false and carries ``retry_after`` (seconds)."""
 
-    __slots__ = ("limiter", "n", "admitted", "retry_after", "waited", "remaining", "borrowed",
+    __slots__ = ("_lim", "n", "admitted", "retry_after", "waited", "remaining", "borrowed",
                  "would_block", "_h", "_t0")
 
     def __init__(self, limiter: Any, n: int, admitted: bool, retry_after: float, waited: float,
                  remaining: int, borrowed: bool, h: Any, t0: int, would_block: bool = False) -> None:
         #: a dry-run rule admitted this request but would have refused it
         self.would_block = would_block
-        self.limiter = limiter
+        self._lim = limiter
         self.n = n
         self.admitted = admitted
         self.retry_after = retry_after
@@ -33,6 +33,11 @@ class Permit:
         self.borrowed = borrowed
         self._h = h
         self._t0 = t0
+
+    @property
+    def limiter(self) -> Any:
+        """The limiter entered (a key's: its KeyLimiter)."""
+        return self._lim
 
     def __bool__(self) -> bool:
         return self.admitted
@@ -52,7 +57,7 @@ class Permit:
 
     def _end(self, h: Any, flags: int) -> None:
         """The C exit of the entry (a limiter's; a keyed permit has its own)."""
-        clock = self.limiter._clock
+        clock = self._lim._clock
         if clock is None:
             rc = lib.swpy_exit(h, self._t0, self.n, flags)
         else:
