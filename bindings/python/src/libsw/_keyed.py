@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional,
 
 from ._errors import ArgumentError, BlockedError, ClosedError, check, error_from_code
 from ._libsw import ffi, lib
-from ._permit import Permit
+from ._permit import Permit, admitted, refused
 from ._util import pop_entered, want_int
 from ._wait import new_info, run, run_async, steps
 
@@ -31,7 +31,6 @@ Key = Union[str, bytes]
 KEY_MAX = 65535  # bytes of a key (sw_keyed_entry)
 _ESTATE: int = lib.SW_ESTATE
 _ERANGE: int = lib.SW_ERANGE
-_EXIT_ERROR: int = lib.SW_EXIT_ERROR
 
 # on_full of a keyed table; "allow" is the registry's name for "open".
 ON_FULL = {"evict": lib.SW_FULL_EVICT, "open": lib.SW_FULL_OPEN, "allow": lib.SW_FULL_OPEN,
@@ -42,6 +41,8 @@ _N_MAX = 2**31 - 1  # units of one entry
 _kenter = lib.swpy_kenter
 _kenter_at = lib.swpy_kenter_at
 _remaining = lib.swpy_remaining
+_kexit = lib.swpy_kexit
+_kexit_at = lib.swpy_kexit_at
 
 # `with key_limiter:` keeps (view, permit, previous) per thread and task.
 _active: "contextvars.ContextVar[Optional[tuple]]" = contextvars.ContextVar("libsw_key_active", default=None)
@@ -271,31 +272,24 @@ class KeyedTable:
             return _kenter(h, kb, len(kb), n)
         return _kenter_at(h, clock(), kb, len(kb), n)
 
-    @staticmethod
-    def exit(h: Any, clock: Optional[Callable[[], int]], kb: bytes, t0: int, n: int, flags: int,
-             full: bool) -> None:
-        if clock is None:
-            rc = lib.swpy_kexit(h, kb, len(kb), t0, n, flags)
-        else:
-            rc = lib.swpy_kexit_at(h, clock(), kb, len(kb), t0, n, flags)
-        # a concurrency key let through uncounted (on_full "open") has nothing in flight
-        if rc < 0 and not (rc == _ESTATE and full):
-            raise error_from_code(rc, "release")
-
     def acquire(self, lim: "RateLimiter", key: Key, n: object, block: Optional[bool], timeout: Optional[float],
                 kb: Optional[bytes] = None) -> Permit:
         """Enter key with n units: an admitted permit, or BlockedError (or
         waits: block, a pacing WAIT). The fast path makes no view and reads
         one integer of the decision."""
         if kb is None:
-            kb = encode_key(key)
+            kb = key if key.__class__ is bytes else encode_key(key)
         if n.__class__ is not int or not 0 <= n <= _N_MAX:  # type: ignore[operator]
             n = lim._check_n(n)
         h = self.h
         clock = lim._clock
         rc = _kenter(h, kb, len(kb), n) if clock is None else _kenter_at(h, clock(), kb, len(kb), n)
         if rc >= 0:
-            return KeyedPermit._new(lim, key, kb, n, h, rc, _remaining(), 0.0, False, False)
+            p = admitted(KeyedPermit, lim, n, h, rc, _remaining())
+            p._key = key
+            p._kb = kb
+            p.full = False
+            return p
         info = new_info()
         rc = run(self._steps(lim, key, kb, h, n, rc, block, timeout, info), lim._sleep)
         return self._admitted(lim, key, kb, n, h, rc, info)
@@ -336,8 +330,10 @@ class KeyedTable:
                 return ClosedError("limiter of key %r is closed" % (_short(key),))
             return key_error(key, kb, rc)
 
-        return steps(rc, lambda: self._enter(self.h, clock, kb, n),
-                     lambda: self.exit(h, clock, kb, lim._now(), n, _EXIT_ERROR, True), fail, lim._now, key,
+        def end() -> None:  # of an entry whose wait was interrupted
+            KeyedPermit._new(lim, key, kb, n, h, lim._now(), 0, 0.0, False, True).release(error=True)
+
+        return steps(rc, lambda: self._enter(self.h, clock, kb, n), end, fail, lim._now, key,
                      lim._blocking if block is None else bool(block), lim._timeout if timeout is None else timeout,
                      info)
 
@@ -420,7 +416,7 @@ class KeyedPermit(Permit):
     @staticmethod
     def _new(lim: "RateLimiter", key: Key, kb: bytes, n: int, h: Any, t0: int, remaining: int, waited: float,
              would_block: bool, full: bool) -> "KeyedPermit":
-        p = KeyedPermit(lim, n, True, 0.0, waited, remaining, False, h, t0, would_block)
+        p = admitted(KeyedPermit, lim, n, h, t0, remaining, waited, False, would_block)
         p._key = key
         p._kb = kb
         p.full = full
@@ -428,14 +424,22 @@ class KeyedPermit(Permit):
 
     @staticmethod
     def _refused(lim: "RateLimiter", key: Key, kb: Optional[bytes], n: object, e: BlockedError) -> "KeyedPermit":
-        p = KeyedPermit(lim, cast(int, n), False, e.retry_after, 0.0, e.remaining, False, None, 0)
+        p = refused(KeyedPermit, lim, cast(int, n), e.retry_after, e.remaining)
         p._key = key
         p._kb = kb if kb is not None else encode_key(key)
         p.full = e.full
         return p
 
     def _end(self, h: Any, flags: int) -> None:
-        KeyedTable.exit(h, self._lim._clock, self._kb, self._t0, self.n, flags, self.full)
+        kb = self._kb
+        clock = self._lim._clock
+        if clock is None:
+            rc = _kexit(h, kb, len(kb), self._t0, self.n, flags)
+        else:
+            rc = _kexit_at(h, clock(), kb, len(kb), self._t0, self.n, flags)
+        # a concurrency key let through uncounted (on_full "open") has nothing in flight
+        if rc < 0 and not (rc == _ESTATE and self.full):
+            raise error_from_code(rc, "release")
 
 
 

@@ -41,7 +41,7 @@ from ._errors import ArgumentError, BlockedError, ClosedError, check, error_from
 from ._keyed import KeyedTable, KeyLimiter, keys_segment_name
 from ._libsw import ffi, lib
 from ._perkey import PerKey, check_on_full
-from ._permit import Permit
+from ._permit import Permit, admitted, refused
 from ._util import (
     CLOSED,
     UINT32_MAX,
@@ -674,7 +674,7 @@ class RateLimiter(PerKey):
     def _permit(self, h: Any, n: int, t0: int, info: list) -> Permit:
         d = lib.swpy_decision()  # this thread's last entry: this one
         remaining = info[1] if info[1] is not None else d.remaining
-        return Permit(self, n, True, 0.0, info[0], remaining, info[2], h, t0, bool(d.would_block))
+        return admitted(Permit, self, n, h, t0, remaining, info[0], info[2], bool(d.would_block))
 
     def acquire(self, n: int = 1, *, key: Optional[Union[str, bytes]] = None, block: Optional[bool] = None,
                 timeout: Optional[float] = None) -> Permit:
@@ -729,7 +729,7 @@ class RateLimiter(PerKey):
         try:
             return self.acquire(n, key=key, block=False)
         except BlockedError as e:
-            return Permit(self._target(key), n, False, e.retry_after, 0.0, e.remaining, False, None, 0)
+            return refused(Permit, self._target(key), n, e.retry_after, e.remaining)
 
     async def try_acquire_async(self, n: int = 1, *, key: Optional[Union[str, bytes]] = None) -> Permit:
         """:meth:`try_acquire` for coroutines."""
@@ -738,7 +738,7 @@ class RateLimiter(PerKey):
         try:
             return await self.acquire_async(n, key=key, block=False)
         except BlockedError as e:
-            return Permit(self._target(key), n, False, e.retry_after, 0.0, e.remaining, False, None, 0)
+            return refused(Permit, self._target(key), n, e.retry_after, e.remaining)
 
     # ---------------------------------------------------------- statistics
 

@@ -1,7 +1,7 @@
 """Permit: an admitted (or refused) entry, released once when its work ends."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Type, TypeVar
 
 from ._errors import error_from_code
 from ._libsw import lib
@@ -20,19 +20,15 @@ class Permit:
     __slots__ = ("_lim", "n", "admitted", "retry_after", "waited", "remaining", "borrowed",
                  "would_block", "_h", "_t0")
 
-    def __init__(self, limiter: Any, n: int, admitted: bool, retry_after: float, waited: float,
-                 remaining: int, borrowed: bool, h: Any, t0: int, would_block: bool = False) -> None:
-        #: a dry-run rule admitted this request but would have refused it
-        self.would_block = would_block
-        self._lim = limiter
-        self.n = n
-        self.admitted = admitted
-        self.retry_after = retry_after
-        self.waited = waited
-        self.remaining = remaining
-        self.borrowed = borrowed
-        self._h = h
-        self._t0 = t0
+    # Made by admitted() and refused() below: a function setting the slots
+    # costs less than a call of the class (type.__call__, then __init__).
+    n: int
+    admitted: bool
+    retry_after: float
+    waited: float
+    remaining: int
+    borrowed: bool
+    would_block: bool  #: a dry-run rule admitted this request but would have refused it
 
     @property
     def limiter(self) -> Any:
@@ -81,3 +77,32 @@ class Permit:
         if self.admitted:
             return "<Permit n=%d admitted%s>" % (self.n, "" if self._h is not None else " released")
         return "<Permit n=%d refused retry_after=%g>" % (self.n, self.retry_after)
+
+
+P = TypeVar("P", bound=Permit)
+_new = object.__new__
+
+
+def admitted(cls: Type[P], limiter: Any, n: int, h: Any, t0: int, remaining: int, waited: float = 0.0,
+             borrowed: bool = False, would_block: bool = False) -> P:
+    """A permit of an entry admitted at t0 (h: the handle its release exits)."""
+    p = _new(cls)
+    p._lim = limiter
+    p.n = n
+    p.admitted = True
+    p.retry_after = 0.0
+    p.waited = waited
+    p.remaining = remaining
+    p.borrowed = borrowed
+    p.would_block = would_block
+    p._h = h
+    p._t0 = t0
+    return p
+
+
+def refused(cls: Type[P], limiter: Any, n: int, retry_after: float, remaining: int) -> P:
+    """A false permit: retry after retry_after seconds."""
+    p = admitted(cls, limiter, n, None, 0, remaining)
+    p.admitted = False
+    p.retry_after = retry_after
+    return p
