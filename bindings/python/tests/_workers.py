@@ -35,9 +35,8 @@ def use_after_fork(lim, seg_lim, q):
     q.put((out, lim.stats().pass_qps, isinstance(lim, libsw.RateLimiter)))
 
 
-def keyed_hammer(lim, keys, rounds, go, q):
+def enter_keys(lim, keys, rounds):
     """Enter every key `rounds` times (in turn): passes per key."""
-    go.wait(60)
     passed = dict.fromkeys(keys, 0)
     for _ in range(rounds):
         for k in keys:
@@ -45,4 +44,9 @@ def keyed_hammer(lim, keys, rounds, go, q):
             if p:
                 passed[k] += 1
                 p.release()
-    q.put(passed)
+    return passed
+
+
+def keyed_hammer(lim, keys, rounds, go, q):
+    go.wait(60)
+    q.put(enter_keys(lim, keys, rounds))

@@ -5,6 +5,7 @@ import pytest
 
 import libsw
 from conftest import T0
+import _workers
 
 N_THREADS = 8
 M = 5000
@@ -123,22 +124,17 @@ def test_keyed_exact_and_strict_with_threads(clock):
     strict = libsw.RateLimiter(threshold, capacity=1000, clock=clock)
     counts = libsw.RateLimiter(1e6, capacity=1000, clock=clock)
     keys = ["k%d" % i for i in range(10)]
-    passed = [dict.fromkeys(keys, 0) for _ in range(N_THREADS)]
+    passed = [None] * N_THREADS
+    counted = [None] * N_THREADS
 
     def body(i):
-        mine = passed[i]
-        for _ in range(rounds):
-            for k in keys:
-                p = strict.try_acquire(key=k)
-                if p:
-                    mine[k] += 1
-                    p.release()
-                counts.acquire(key=k).release()
+        passed[i] = _workers.enter_keys(strict, keys, rounds)
+        counted[i] = _workers.enter_keys(counts, keys, rounds)
 
     run_threads(N_THREADS, body)
     for k in keys:
         assert sum(p[k] for p in passed) == threshold == strict.key_stats(k).pass_
-        assert counts.key_stats(k).pass_ == N_THREADS * rounds
+        assert sum(c[k] for c in counted) == N_THREADS * rounds == counts.key_stats(k).pass_
     assert counts.keyed_stats().success == N_THREADS * rounds * len(keys)
 
 
