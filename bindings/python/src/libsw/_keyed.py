@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional,
 from ._errors import ArgumentError, BlockedError, ClosedError, check, error_from_code
 from ._libsw import ffi, lib
 from ._permit import Permit, admitted, refused
-from ._util import pop_entered, want_int
+from ._util import new_options, pop_entered, want_int
 from ._wait import new_info, run, run_async, steps
 
 if TYPE_CHECKING:
@@ -388,8 +388,6 @@ class KeyedTable:
         return [self._key_stats(out[i], _decode(out[i], raw), t) for i in range(got)], active[0]
 
     def rule_options(self) -> Any:
-        from ._util import new_options
-
         o = new_options()
         check(lib.sw_keyed_get_rule(self.handle(), o))
         return o

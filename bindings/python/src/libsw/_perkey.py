@@ -56,7 +56,6 @@ class PerKey:
         root.on_full = "allow" if on_full == "open" else on_full or "raise"
         return None
 
-
     def for_key(self, key: Union[str, bytes]) -> Union["RateLimiter", KeyLimiter]:
         """The limiter of key, with this limiter's rule and settings, usable
         as a decorator, a context manager and with acquire / try_acquire.
