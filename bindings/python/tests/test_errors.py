@@ -45,7 +45,8 @@ def test_exactly_one_of_qps_and_concurrency():
         (dict(qps=10, on_full="shared"), ValueError, "on_full='shared' is for keys in a registry"),
         (dict(qps=10, behavior="warm_up", on_full="evict"), ValueError, "on_full='evict' needs a keyed"),
         (dict(qps=10, key_bytes=8), ValueError, "key_bytes"),
-        (dict(qps=10, names=0), ValueError, "names"),
+        (dict(qps=10, names=0, segment="x"), ValueError, "names"),
+        (dict(qps=10, names=8), TypeError, "names= .* needs segment="),
         (dict(qps=10, timeout=-1), ValueError, "timeout"),
     ],
 )

@@ -279,6 +279,8 @@ class RateLimiter(PerKey):
         want_int(capacity, "capacity", 1, UINT32_MAX)
         if names is not None:
             want_int(names, "names", 1, UINT32_MAX)
+            if segment is None:
+                raise TypeError("names= (the limiters a segment holds) needs segment=")
         self._blocking = bool(block)
         self._timeout = timeout
         self._clock = clock
