@@ -12,10 +12,17 @@ in-memory storage).
 Modes: plain, libsw, limits-fixed, limits-moving (and, with --variants,
 libsw-ffinew, libsw-tlocal, libsw-ptr). Every limiter has a threshold it never reaches,
 so every call passes. run.sh prints both measures.
+
+Per-key modes: a call is try_acquire(key=k), the function, release() — the
+per-client form (docs/python.md) on a keyed table: plain-key (the same
+call undecorated, with the same key generation), key-existing (1024 keys,
+all in the table, in turn), key-new (a key never seen at every call; the
+table holds them all).
 """
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 import threading
 import time
@@ -25,6 +32,9 @@ import libsw
 from libsw import ffi, lib
 
 THRESHOLD = 10**9
+KEY_THRESHOLD = 10**6  # a keyed table's reject threshold is at most 1,048,575 per key and interval
+EXISTING_KEYS = 1024
+NEW_KEYS_CAPACITY = 1 << 21  # room for every key of a timed run (warm-up + runs x -n)
 
 
 def target(x: int = 0) -> int:
@@ -153,6 +163,59 @@ def make_libsw_ptr() -> Callable[..., Any]:
     return limited
 
 
+# ----------------------------------------------------------- per key
+
+
+def _keys(existing: bool) -> Callable[[], str]:
+    """The next key: one of EXISTING_KEYS in turn, or a new one each time
+    (the same cost either way: a counter and a format)."""
+    mask = EXISTING_KEYS - 1
+    if existing:
+        return ("10.0.%d.%d" % divmod(i & mask, 256) for i in itertools.count()).__next__
+    return ("10.%d.%d.%d" % (i >> 16, (i >> 8) & 255, i & 255) for i in itertools.count(1 << 20)).__next__
+
+
+def make_plain_key() -> Callable[..., Any]:
+    nxt = _keys(True)
+
+    def call(x: int = 0) -> int:
+        nxt()
+        return target(x)
+
+    return call
+
+
+def _per_key(existing: bool) -> Callable[..., Any]:
+    lim = libsw.RateLimiter(KEY_THRESHOLD, capacity=NEW_KEYS_CAPACITY)
+    nxt = _keys(existing)
+    if existing:  # every key in the table before the count
+        for _ in range(EXISTING_KEYS):
+            lim.try_acquire(key=nxt()).release()
+    try_acquire = lim.try_acquire
+
+    def limited(*args: Any, **kwargs: Any) -> Any:
+        p = try_acquire(key=nxt())
+        if not p:
+            raise RuntimeError("blocked")
+        try:
+            result = target(*args, **kwargs)
+        except BaseException:
+            p.release(True)
+            raise
+        p.release()
+        return result
+
+    return limited
+
+
+def make_key_existing() -> Callable[..., Any]:
+    return _per_key(True)
+
+
+def make_key_new() -> Callable[..., Any]:
+    return _per_key(False)
+
+
 MODES: Dict[str, Callable[[], Callable[..., Any]]] = {
     "plain": make_plain,
     "libsw": make_libsw,
@@ -161,6 +224,9 @@ MODES: Dict[str, Callable[[], Callable[..., Any]]] = {
     "libsw-ffinew": make_libsw_ffinew,
     "libsw-tlocal": make_libsw_tlocal,
     "libsw-ptr": make_libsw_ptr,
+    "plain-key": make_plain_key,
+    "key-existing": make_key_existing,
+    "key-new": make_key_new,
 }
 
 LABELS = {
@@ -171,6 +237,9 @@ LABELS = {
     "libsw-ffinew": "libsw raw API, ffi.new per call",
     "libsw-tlocal": "libsw raw API, threading.local",
     "libsw-ptr": "libsw glue (ptr,int,int), C TLS",
+    "plain-key": "undecorated call + key generation",
+    "key-existing": "per key, existing key",
+    "key-new": "per key, new key",
 }
 
 
@@ -210,7 +279,7 @@ def main() -> int:
         loop(fn, a.calls)
         return 0
 
-    modes = ["plain", "libsw", "limits-fixed", "limits-moving"]
+    modes = ["plain", "libsw", "limits-fixed", "limits-moving", "plain-key", "key-existing", "key-new"]
     if a.variants:
         modes += ["libsw-ffinew", "libsw-tlocal", "libsw-ptr"]
     if a.modes:
@@ -220,10 +289,11 @@ def main() -> int:
     for m in modes:
         n = a.moving_n if m == "limits-moving" else a.n
         res[m] = ns_per_call(MODES[m](), n, a.runs)
-    base = res.get("plain", 0.0)
     print("%-34s %10s %12s" % ("mode", "ns/call", "overhead ns"))
     for m in modes:
+        base = res.get("plain-key" if m.startswith("key-") else "plain", 0.0)
         print("%-34s %10.1f %12.1f" % (LABELS[m], res[m], res[m] - base))
+    base = res.get("plain", 0.0)
     if "libsw" in res and "limits-fixed" in res and "plain" in res:
         ov = res["libsw"] - base
         ratio = (res["limits-fixed"] - base) / ov if ov > 0 else float("inf")

@@ -1,6 +1,8 @@
 #!/bin/sh
 # Per-call cost of the libsw Python decorator (entry + exit) against an
-# undecorated call and python3-limits (fixed and moving window, in memory):
+# undecorated call and python3-limits (fixed and moving window, in memory),
+# and of per-key limits on a keyed table (try_acquire(key=) + release, an
+# existing key and a new key, over the same call with its key generation):
 #   1. ns per call, best of several timed runs (bench_decorator.py);
 #   2. instructions per call with valgrind --tool=callgrind: each mode runs
 #      with CALLS calls and with 0 calls (same setup), the difference / CALLS.
@@ -49,7 +51,7 @@ instructions() {
 echo "== callgrind instructions per call (CALLS=$CALLS, moving window: $CALLS_MOVING)"
 printf '%-24s %14s %14s\n' mode "instr/call" "overhead"
 base=""
-MODES="plain libsw limits-fixed limits-moving"
+MODES="plain libsw limits-fixed limits-moving plain-key key-existing key-new"
 [ "${VARIANTS:-0}" = 1 ] && MODES="$MODES libsw-ffinew libsw-tlocal libsw-ptr"
 for mode in $MODES; do
   n=$CALLS
@@ -58,5 +60,7 @@ for mode in $MODES; do
   i1=$(instructions "$mode" "$n")
   per=$(( (i1 - i0) / n ))
   [ -z "$base" ] && base=$per
-  printf '%-24s %14d %14d\n' "$mode" "$per" $((per - base))
+  [ "$mode" = plain-key ] && base_key=$per # per-key modes: over the same call with its key
+  case $mode in key-*) over=$((per - base_key)) ;; *) over=$((per - base)) ;; esac
+  printf '%-24s %14d %14d\n' "$mode" "$per" "$over"
 done

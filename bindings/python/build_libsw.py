@@ -67,7 +67,8 @@ def libsw_version(src_dir: str | None = None) -> str:
 def _parse_makefile_am_sources(path: str) -> list:
     """The .c files of libsw_libsw_la_SOURCES in Makefile.am, from the
     assignments outside any automake conditional (what a configure without
-    optional features builds)."""
+    optional features builds), relative to libsw/ (a layer's folder, e.g.
+    keyed/table.c, kept)."""
     with open(path, encoding="utf-8") as f:
         text = f.read().replace("\\\n", " ")
     depth = 0
@@ -82,7 +83,8 @@ def _parse_makefile_am_sources(path: str) -> list:
             continue
         m = re.match(r"libsw_libsw_la_SOURCES\s*\+?=(.*)$", word)
         if m and depth == 0:
-            out += [os.path.basename(t) for t in m.group(1).split() if t.endswith(".c")]
+            out += [t[len("libsw/"):] if t.startswith("libsw/") else t
+                    for t in m.group(1).split() if t.endswith(".c")]
     return out
 
 
@@ -99,7 +101,7 @@ def libsw_sources(src_dir: str) -> list:
         with open(listing, encoding="utf-8") as f:
             names = f.read().split()
     if not names:
-        return sorted(glob.glob(os.path.join(src_dir, "*.c")))
+        return sorted(glob.glob(os.path.join(src_dir, "**", "*.c"), recursive=True))
     paths = [os.path.join(src_dir, n) for n in names]
     missing = [p for p in paths if not os.path.isfile(p)]
     if missing:
@@ -181,7 +183,7 @@ CDEF = r"""
 typedef enum sw_err {
   SW_OK, SW_EINVAL, SW_ENULL, SW_ENOMEM, SW_ESIZE, SW_EOVERFLOW, SW_ETIME, SW_ERANGE,
   SW_ENOTFOUND, SW_EEXIST, SW_EFULL, SW_EABI, SW_EPLUGIN, SW_EVERSION, SW_EGEOMETRY,
-  SW_ECORRUPT, SW_EFOREIGN, SW_EIO, SW_EPERM, SW_ENOTSUP, SW_ESTATE, SW_ETYPE, ...
+  SW_ECORRUPT, SW_EFOREIGN, SW_EIO, SW_EPERM, SW_ENOTSUP, SW_ESTATE, SW_ETYPE, SW_EBUSY, ...
 } sw_err;
 const char *sw_strerror(int err);
 const char *sw_err_name(int err);
@@ -218,8 +220,11 @@ typedef enum sw_option {
   SW_OPT_SEGMENT_MODE, SW_OPT_SEGMENT_UID, SW_OPT_SEGMENT_GID,
   SW_OPT_CLUSTER, SW_OPT_CLUSTER_LEASE, SW_OPT_CLUSTER_FAILURE, SW_OPT_CLUSTER_NODES,
   SW_OPT_CLUSTER_TIMEOUT_MS, SW_OPT_CLUSTER_RETRY_MS, SW_OPT_CLUSTER_LOW_WATER_PCT,
-  SW_OPT_DRY_RUN, ...
+  SW_OPT_DRY_RUN, SW_OPT_SEGMENT_MAX_MB, SW_OPT_KEY_BYTES, SW_OPT_KEYED_ON_FULL, ...
 } sw_option;
+#define SW_FULL_EVICT ...
+#define SW_FULL_OPEN ...
+#define SW_FULL_CLOSED ...
 int sw_options_create(sw_options **out);
 void sw_options_free(sw_options *opts);
 sw_options *sw_options_clone(const sw_options *opts);
@@ -403,6 +408,7 @@ typedef struct sw_decision {
   int64_t retry_after_ms;
   int64_t remaining;
   int32_t would_block;
+  int32_t full;
   ...;
 } sw_decision;
 int sw_limiter_create(sw_limiter **out, const sw_options *opts);
@@ -441,6 +447,58 @@ int sw_segment_unlink(const char *name);
 sw_registry *sw_segment_registry(sw_segment *seg);
 const char *sw_segment_name(const sw_segment *seg);
 int64_t sw_segment_size(const sw_segment *seg);
+int sw_segment_created(const sw_segment *seg);
+
+/* keyed table */
+typedef struct sw_keyed sw_keyed;
+#define SW_KEYED_BY_PASS ...
+#define SW_KEYED_BY_BLOCK ...
+#define SW_KEYED_KEY_MAX ...
+int sw_keyed_create(sw_keyed **out, uint32_t capacity, const sw_options *opts);
+int sw_keyed_open(sw_keyed **out, const char *name, uint32_t capacity, const sw_options *opts,
+                  uint32_t flags);
+void sw_keyed_free(sw_keyed *k);
+int sw_keyed_created(const sw_keyed *k);
+int sw_keyed_entry_at(sw_keyed *k, int64_t t, const void *key, size_t len, int64_t n,
+                      uint32_t flags, sw_decision *d);
+int sw_keyed_exit_at(sw_keyed *k, int64_t t, const void *key, size_t len, int64_t rt_ms,
+                     int64_t n, uint32_t flags);
+int sw_keyed_set_rule(sw_keyed *k, const sw_options *rule);
+int sw_keyed_get_rule(const sw_keyed *k, sw_options *opts);
+int sw_keyed_set_dry_run(sw_keyed *k, int on);
+typedef struct sw_keyed_info {
+  uint32_t capacity;
+  uint32_t slots;
+  uint32_t key_bytes;
+  uint32_t windows;
+  int64_t interval_ms;
+  int64_t bytes;
+  int64_t bytes_per_key;
+  int64_t keys;
+  int64_t inserted;
+  int64_t reclaimed;
+  int64_t evicted;
+  int64_t refused;
+  int64_t pass, block, would_block;
+  int64_t success, exception, rt;
+  ...;
+} sw_keyed_info;
+int sw_keyed_stats(const sw_keyed *k, sw_keyed_info *out);
+typedef struct sw_keyed_key {
+  uint8_t key[...];
+  uint32_t len;
+  int64_t pass;
+  int64_t block;
+  int64_t in_flight;
+  int64_t last_ms;
+  ...;
+} sw_keyed_key;
+int sw_keyed_lookup_at(const sw_keyed *k, int64_t t, const void *key, size_t len,
+                       sw_keyed_key *out);
+int sw_keyed_scan_at(const sw_keyed *k, int64_t t, uint64_t *cursor, sw_keyed_key *out,
+                     uint32_t cap);
+int sw_keyed_top_at(const sw_keyed *k, int64_t t, uint32_t by, sw_keyed_key *out, uint32_t n,
+                    int64_t *active);
 
 /* cluster rules (Redis) */
 #define SW_CLUSTER_FALLBACK_LOCAL ...
@@ -488,6 +546,12 @@ int64_t swpy_enter_site(intptr_t site);
 int64_t swpy_token(intptr_t site, int64_t t0);
 int swpy_exit_ok(int64_t token);
 int swpy_exit_err(int64_t token);
+int64_t swpy_kenter(sw_keyed *k, const char *key, size_t len, int64_t n);
+int64_t swpy_remaining(void);
+int64_t swpy_kenter_at(sw_keyed *k, int64_t t, const char *key, size_t len, int64_t n);
+int swpy_kexit(sw_keyed *k, const char *key, size_t len, int64_t t0, int64_t n, uint32_t flags);
+int swpy_kexit_at(sw_keyed *k, int64_t t, const char *key, size_t len, int64_t t0, int64_t n,
+                  uint32_t flags);
 """
 
 # Glue compiled into the module: two calls per limited call (entry, exit), the
@@ -502,7 +566,7 @@ PREAMBLE = r"""
 #include <sw/sw.h>
 
 /* swpy_enter* return value when the verdict is not PASS: the decision
- * (WAIT or BLOCK) is then in swpy_decision(). Error codes are -1..-21. */
+ * (WAIT or BLOCK) is then in swpy_decision(). Error codes are -1..-22. */
 #define SWPY_NOT_PASS (-1000)
 
 static _Thread_local sw_decision swpy_tls_decision;
@@ -518,16 +582,46 @@ static int64_t swpy_enter(sw_limiter *l, int64_t n, uint32_t flags) {
   return swpy_enter_at(l, sw_now_ms(), n, flags);
 }
 
-/* Exit at t of an entry admitted at t0: RT = t - t0, clamped to 0..INT32_MAX. */
-static int swpy_exit_at(sw_limiter *l, int64_t t, int64_t t0, int64_t n, uint32_t flags) {
+/* The response time of an entry admitted at t0 and ending at t, clamped to 0..INT32_MAX. */
+static int64_t swpy_rt(int64_t t, int64_t t0) {
   int64_t rt = t - t0;
-  if (rt < 0) rt = 0;
-  if (rt > INT32_MAX) rt = INT32_MAX;
-  return sw_limiter_exit_at(l, t, rt, n, flags);
+  return rt < 0 ? 0 : rt > INT32_MAX ? INT32_MAX : rt;
+}
+
+/* Exit at t of an entry admitted at t0. */
+static int swpy_exit_at(sw_limiter *l, int64_t t, int64_t t0, int64_t n, uint32_t flags) {
+  return sw_limiter_exit_at(l, t, swpy_rt(t, t0), n, flags);
 }
 
 static int swpy_exit(sw_limiter *l, int64_t t0, int64_t n, uint32_t flags) {
   return swpy_exit_at(l, sw_now_ms(), t0, n, flags);
+}
+
+/* The same for a key of a keyed table. Only a plain pass returns t: a new
+ * key let through uncounted (full, on_full open) and a dry-run pass that
+ * would have blocked are SWPY_NOT_PASS, so that Python reads the decision
+ * only then (swpy_remaining() after a plain pass). */
+static int64_t swpy_kenter_at(sw_keyed *k, int64_t t, const char *key, size_t len, int64_t n) {
+  int rc = sw_keyed_entry_at(k, t, key, len, n, 0, &swpy_tls_decision);
+  if (rc < 0) return rc;
+  const sw_decision *d = &swpy_tls_decision;
+  return d->verdict == SW_VERDICT_PASS && !d->full && !d->would_block ? t : SWPY_NOT_PASS;
+}
+
+static int64_t swpy_remaining(void) { return swpy_tls_decision.remaining; }
+
+static int64_t swpy_kenter(sw_keyed *k, const char *key, size_t len, int64_t n) {
+  return swpy_kenter_at(k, sw_now_ms(), key, len, n);
+}
+
+static int swpy_kexit_at(sw_keyed *k, int64_t t, const char *key, size_t len, int64_t t0,
+                         int64_t n, uint32_t flags) {
+  return sw_keyed_exit_at(k, t, key, len, swpy_rt(t, t0), n, flags);
+}
+
+static int swpy_kexit(sw_keyed *k, const char *key, size_t len, int64_t t0, int64_t n,
+                      uint32_t flags) {
+  return swpy_kexit_at(k, sw_now_ms(), key, len, t0, n, flags);
 }
 
 /* The last decision of swpy_enter* on the calling thread. */

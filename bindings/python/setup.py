@@ -23,14 +23,19 @@ class sdist_with_sources(sdist):
         src = libsw_source_dir()
         dst = os.path.join(base_dir, "vendor", "libsw")
         os.makedirs(os.path.join(dst, "sw"), exist_ok=True)
-        for path in glob.glob(os.path.join(src, "*.[ch]")):
-            shutil.copy2(path, dst)
+        # the C files and headers, layer folders (keyed/) included
+        for path in glob.glob(os.path.join(src, "**", "*.[ch]"), recursive=True):
+            rel = os.path.relpath(path, src)
+            if rel.startswith("sw" + os.sep):
+                continue  # the public headers: below
+            os.makedirs(os.path.dirname(os.path.join(dst, rel)), exist_ok=True)
+            shutil.copy2(path, os.path.join(dst, rel))
         for name in ("sw.h", "plugin.h", "version.h.in"):
             shutil.copy2(os.path.join(src, "sw", name), os.path.join(dst, "sw"))
         with open(os.path.join(base_dir, "vendor", "VERSION"), "w") as f:
             f.write(libsw_version(src) + "\n")
         with open(os.path.join(base_dir, "vendor", "SOURCES"), "w") as f:
-            f.write("\n".join(os.path.basename(p) for p in libsw_sources(src)) + "\n")
+            f.write("\n".join(os.path.relpath(p, src) for p in libsw_sources(src)) + "\n")
 
 
 setup(

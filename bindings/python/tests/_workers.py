@@ -33,3 +33,20 @@ def use_after_fork(lim, seg_lim, q):
     p = seg_lim.acquire(5)
     p.release()
     q.put((out, lim.stats().pass_qps, isinstance(lim, libsw.RateLimiter)))
+
+
+def enter_keys(lim, keys, rounds):
+    """Enter every key `rounds` times (in turn): passes per key."""
+    passed = dict.fromkeys(keys, 0)
+    for _ in range(rounds):
+        for k in keys:
+            p = lim.try_acquire(key=k)
+            if p:
+                passed[k] += 1
+                p.release()
+    return passed
+
+
+def keyed_hammer(lim, keys, rounds, go, q):
+    go.wait(60)
+    q.put(enter_keys(lim, keys, rounds))

@@ -41,7 +41,12 @@ def test_exactly_one_of_qps_and_concurrency():
         (dict(qps=10, stripes=3), ValueError, "stripes|SW_OPT_STRIPES"),
         (dict(qps=10, strict="yes"), TypeError, "strict"),
         (dict(qps=10, name=5), TypeError, "name"),
-        (dict(qps=10, on_full="evict"), ValueError, "on_full"),
+        (dict(qps=10, on_full="drop"), ValueError, "on_full"),
+        (dict(qps=10, on_full="shared"), ValueError, "on_full='shared' is for keys in a registry"),
+        (dict(qps=10, behavior="warm_up", on_full="evict"), ValueError, "on_full='evict' needs a keyed"),
+        (dict(qps=10, key_bytes=8), ValueError, "key_bytes"),
+        (dict(qps=10, names=0, segment="x"), ValueError, "names"),
+        (dict(qps=10, names=8), TypeError, "names= .* needs segment="),
         (dict(qps=10, timeout=-1), ValueError, "timeout"),
     ],
 )
@@ -129,8 +134,10 @@ def test_segment_errors(tmp_path, shm_name):
     with pytest.raises(libsw.SegmentError, match="not a libsw segment"):
         libsw.RateLimiter(1, segment=str(junk), capacity=2)
     libsw.RateLimiter(1, segment=shm_name, capacity=2)
-    with pytest.raises(ValueError, match="names"):
-        libsw.RateLimiter(1, segment=shm_name, capacity=3)  # SW_EGEOMETRY
+    with pytest.raises(ValueError, match="holds 2 keys"):  # SW_EGEOMETRY of the keyed table
+        libsw.RateLimiter(1, segment=shm_name, capacity=3)
+    with pytest.raises(ValueError, match="names"):  # ... and of the segment of names
+        libsw.RateLimiter(1, segment=shm_name, capacity=2, names=3)
     with pytest.raises(ValueError, match="geometry"):
         libsw.RateLimiter(1, segment=shm_name, capacity=2, windows=4)
     # reset=True replaces it with a new segment of the new geometry

@@ -1,4 +1,6 @@
-"""Per-key limits from a registry (or a shared segment) and a full registry."""
+"""Per-key limits through RateLimiter's API: a keyed table for the rules it
+takes, a registry (or a shared segment) for the others (warm-up here), and
+a full registry. (tests/test_keyed.py tests the keyed table itself.)"""
 import pytest
 
 import libsw
@@ -7,7 +9,7 @@ import libsw
 def test_for_key_independent_limits(clock):
     lim = libsw.RateLimiter(2, name="api", clock=clock)
     a = lim.for_key("client-a")
-    assert lim.for_key("client-a") is a
+    assert lim.for_key("client-a") == a  # a view made on each call, never cached
     assert a.key == "client-a" and a.resource == "client-a"
     b = lim.for_key(b"client-b")
     assert [bool(a.try_acquire()) for _ in range(3)] == [True, True, False]
@@ -42,19 +44,21 @@ def test_key_limiter_as_decorator_and_context(clock):
         pass
 
 
+# A warm-up rule keeps its keys in a registry (a keyed table does not take it).
 def test_registry_full_raises(clock):
-    lim = libsw.RateLimiter(5, capacity=2, clock=clock)
+    lim = libsw.RateLimiter(5, behavior="warm_up", capacity=2, clock=clock)
+    assert not lim.keyed
     lim.for_key("a")
     lim.for_key("b")
     with pytest.raises(libsw.RegistryFullError, match="full") as ei:
         lim.for_key("c")
     assert ei.value.code_name == "SW_EFULL"
     assert lim.for_key("a").try_acquire()  # existing keys keep working
-    assert lim.capacity == 2 and len(lim.keys()) == 2
+    assert lim.capacity == 2 and len(list(lim.keys())) == 2
 
 
 def test_registry_full_allow(clock):
-    lim = libsw.RateLimiter(1, capacity=1, on_full="allow", clock=clock)
+    lim = libsw.RateLimiter(5, behavior="warm_up", capacity=1, on_full="allow", clock=clock)
     assert lim.for_key("a").try_acquire()
     over = lim.for_key("b")
     assert all(over.try_acquire() for _ in range(100))  # fail open
@@ -62,7 +66,7 @@ def test_registry_full_allow(clock):
 
 
 def test_registry_full_shared(clock):
-    lim = libsw.RateLimiter(2, capacity=1, on_full="shared", clock=clock)
+    lim = libsw.RateLimiter(6, behavior="warm_up", capacity=1, on_full="shared", clock=clock)  # 2 per s cold
     lim.for_key("a")
     b, c = lim.for_key("b"), lim.for_key("c")
     assert b is c
@@ -71,10 +75,12 @@ def test_registry_full_shared(clock):
 
 def test_bad_keys():
     lim = libsw.RateLimiter(1)
-    with pytest.raises(ValueError, match="63|name"):
-        lim.for_key("x" * 64)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="65536 bytes: a key is 1..65535"):
+        lim.for_key("x" * 65536)  # a keyed table: keys of 1..65535 bytes
+    with pytest.raises(ValueError, match="0 bytes"):
         lim.for_key("")
+    with pytest.raises(ValueError, match="63|name"):
+        libsw.RateLimiter(5, behavior="warm_up").for_key("x" * 64)  # a registry: 1..63
     with pytest.raises(TypeError):
         lim.for_key(42)
     with pytest.raises(TypeError):
@@ -90,10 +96,11 @@ def test_keys_in_a_segment(shm_name, clock):
     other.for_key("alice").acquire().release()
     assert a.for_key("alice").stats().pass_qps == 2  # shared by a and b
     assert other.for_key("alice").stats().pass_qps == 1  # another name, another key
-    assert a.keys() == ["alice"] and other.keys() == ["alice"]
-    # capacity 4: api, web, api:alice, web:alice are taken
-    with pytest.raises(libsw.RegistryFullError):
-        a.for_key("bob")
+    assert list(a.keys()) == ["alice"] and list(other.keys()) == ["alice"]
+    # capacity is keys at once per limiter, in its own keyed table (no longer
+    # names in all: api, web, api:alice, web:alice filled 4 places before)
+    a.for_key("bob").acquire().release()
+    assert sorted(b.keys()) == ["alice", "bob"] and a.keyed_stats().capacity == 4
 
 
 def test_close_closes_keys(clock):

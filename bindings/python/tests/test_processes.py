@@ -114,3 +114,23 @@ def test_segment_limiter_pickles(shm_name, clock):
     key.acquire().release()
     key2 = pickle.loads(pickle.dumps(key))
     assert key2.key == "k" and key2.stats().pass_qps == 1
+
+
+@pytest.mark.parametrize("ctx_name", ["fork", "spawn"])
+def test_keyed_segment_shared_exactly(ctx_name, shm_name):
+    """K processes on one keyed segment: each key's passes are exact, and
+    strict (no key passes more than its threshold, whatever the process)."""
+    threshold, rounds = 300, 100  # K x rounds = 400 tries per key
+    clock = libsw.ManualClock(T0)
+    lim = libsw.RateLimiter(threshold, segment=shm_name, name="per-client", capacity=1000, clock=clock)
+    exact = libsw.RateLimiter(1e6, segment=shm_name, name="counts", capacity=1000, clock=clock)
+    keys = ["10.0.0.%d" % i for i in range(50)] + [bytes([10, 0, 1, i]) for i in range(50)]
+    strict = run(ctx_name, _workers.keyed_hammer, [(lim, keys, rounds)] * K, together=True)
+    counted = run(ctx_name, _workers.keyed_hammer, [(exact, keys, rounds)] * K, together=True)
+    for k in keys:
+        assert sum(r[k] for r in strict) == threshold
+        assert lim.key_stats(k).pass_ == threshold and lim.key_stats(k).block == K * rounds - threshold
+        assert sum(r[k] for r in counted) == K * rounds == exact.key_stats(k).pass_
+    s = lim.keyed_stats()
+    assert (s.keys, s.inserted, s.pass_, s.success) == (100, 100, 100 * threshold, 100 * threshold)
+    assert exact.keyed_stats().success == 100 * K * rounds

@@ -5,6 +5,7 @@ import pytest
 
 import libsw
 from conftest import T0
+import _workers
 
 N_THREADS = 8
 M = 5000
@@ -116,3 +117,32 @@ def test_other_threads_run_during_c_calls():
         t.join()
     assert progress[0] > 0
     assert libsw.lib.swpy_gil_held() == 0
+
+
+def test_keyed_exact_and_strict_with_threads(clock):
+    threshold, rounds = 1000, 500  # N_THREADS x rounds = 4000 tries per key
+    strict = libsw.RateLimiter(threshold, capacity=1000, clock=clock)
+    counts = libsw.RateLimiter(1e6, capacity=1000, clock=clock)
+    keys = ["k%d" % i for i in range(10)]
+    passed = [None] * N_THREADS
+    counted = [None] * N_THREADS
+
+    def body(i):
+        passed[i] = _workers.enter_keys(strict, keys, rounds)
+        counted[i] = _workers.enter_keys(counts, keys, rounds)
+
+    run_threads(N_THREADS, body)
+    for k in keys:
+        assert sum(p[k] for p in passed) == threshold == strict.key_stats(k).pass_
+        assert sum(c[k] for c in counted) == N_THREADS * rounds == counts.key_stats(k).pass_
+    assert counts.keyed_stats().success == N_THREADS * rounds * len(keys)
+
+
+def test_keyed_new_keys_from_threads(clock):
+    """Threads inserting distinct and shared new keys at once: each key once."""
+    lim = libsw.RateLimiter(1, capacity=100_000, clock=clock)
+    results = [[] for _ in range(N_THREADS)]
+    run_threads(N_THREADS, lambda i: results[i].extend(bool(lim.try_acquire(key=b"%d" % j))
+                                                       for j in range(5000)))
+    assert [sum(r[j] for r in results) for j in range(5000)] == [1] * 5000
+    assert lim.keyed_stats().inserted == 5000

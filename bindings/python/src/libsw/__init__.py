@@ -38,8 +38,10 @@ from ._errors import (
     StateError,
     check,
 )
+from ._keyed import KeyDigest, KeyedStats, KeyLimiter, KeyStats, keys_segments
 from ._libsw import ffi, lib
-from ._limiter import Permit, RateLimiter, Stats, now_ms
+from ._limiter import RateLimiter, Stats, now_ms
+from ._permit import Permit
 from ._util import to_bytes_name
 from ._window import LeapArray, Metric, MetricRecord, SlidingView, Window, bucket_type_fields, load_plugin
 
@@ -48,9 +50,14 @@ version_info = (lib.SW_VERSION_MAJOR, lib.SW_VERSION_MINOR, lib.SW_VERSION_PATCH
 
 
 def unlink_segment(name: Union[str, bytes]) -> None:
-    """Remove a shared segment's name (processes attached keep their mapping;
-    the next open creates a new segment). A missing segment is not an error."""
-    check(lib.sw_segment_unlink(to_bytes_name(name, "segment")), "unlink_segment")
+    """Remove a shared segment's name, and those of its limiters' keyed
+    tables (``"<name>.keys.<limiter name>"``). Processes attached keep their
+    mapping; the next open creates a new segment. A missing segment is not
+    an error."""
+    seg = to_bytes_name(name, "segment")
+    check(lib.sw_segment_unlink(seg), "unlink_segment")
+    for keys in keys_segments(seg):
+        check(lib.sw_segment_unlink(keys), "unlink_segment")
 
 
 def use_coarse_clock(coarse: bool = True) -> None:
@@ -65,6 +72,10 @@ __all__ = [
     "BlockedError",
     "ClosedError",
     "Error",
+    "KeyDigest",
+    "KeyLimiter",
+    "KeyStats",
+    "KeyedStats",
     "LeapArray",
     "ManualClock",
     "Metric",

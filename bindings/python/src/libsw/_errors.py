@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import math
-from typing import Dict, NoReturn, Optional, Type
+from typing import Dict, NoReturn, Optional, Type, Union
 
 from ._libsw import ffi, lib
 
@@ -73,21 +73,26 @@ class BlockedError(Exception):
     ``retry_after``: seconds (float) until a retry of the same size can pass
     (``math.inf`` when it never can, e.g. more units than the threshold);
     ``resource``: the limiter's name or key; ``remaining``: units still
-    admissible now (normally 0)."""
+    admissible now (normally 0); ``full``: a new key refused because its
+    keyed table was full of active keys (``on_full="closed"``)."""
 
     retry_after: float
-    resource: Optional[str]
+    resource: Optional[Union[str, bytes]]
     remaining: int
+    full: bool
 
-    def __init__(self, retry_after: float, resource: Optional[str] = None, remaining: int = 0) -> None:
+    def __init__(self, retry_after: float, resource: Optional[Union[str, bytes]] = None, remaining: int = 0,
+                 full: bool = False) -> None:
         self.retry_after = retry_after
         self.resource = resource
         self.remaining = remaining
+        self.full = full
         when = "never" if math.isinf(retry_after) else "after %.3f s" % retry_after
-        super().__init__("%s blocked; retry %s" % (resource or "request", when))
+        what = repr(resource) if isinstance(resource, bytes) else resource or "request"
+        super().__init__("%s blocked%s; retry %s" % (what, " (keyed table full)" if full else "", when))
 
     def __reduce__(self):  # picklable across processes
-        return (BlockedError, (self.retry_after, self.resource, self.remaining))
+        return (BlockedError, (self.retry_after, self.resource, self.remaining, self.full))
 
 
 _BY_CODE: Dict[int, Type[Error]] = {

@@ -15,7 +15,6 @@ import asyncio
 import contextvars
 import functools
 import inspect
-import math
 import os
 import threading
 import time
@@ -38,14 +37,19 @@ from ._cluster import FAILURES as _FAILURES
 from ._cluster import Cluster as _Cluster
 from ._cluster import Settings as _ClusterSettings
 from ._cluster import resource_name as _resource_name
-from ._errors import ArgumentError, BlockedError, ClosedError, RegistryFullError, check, error_from_code
+from ._errors import ArgumentError, BlockedError, ClosedError, check, error_from_code
+from ._keyed import KeyedTable, KeyLimiter, keys_segment_name
 from ._libsw import ffi, lib
+from ._perkey import PerKey, check_on_full
+from ._permit import Permit, admitted, refused
 from ._util import (
+    CLOSED,
     UINT32_MAX,
     get_opt,
     is_int,
     keep_alive,
     new_options,
+    pop_entered,
     seconds_to_ms,
     set_opt,
     to_bytes_name,
@@ -53,19 +57,19 @@ from ._util import (
     want_now,
     want_real,
 )
+from ._wait import new_info, run, run_async, steps
 
 if TYPE_CHECKING:
     from ._window import Metric
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_NOT_PASS: int = lib.SWPY_NOT_PASS
-_WAIT: int = lib.SW_VERDICT_WAIT
 _EXIT_ERROR: int = lib.SW_EXIT_ERROR
+# With segment= and a keyed table, the segment holds this many limiters by
+# name unless names= says otherwise (their keys are in a segment of their own).
+_DEFAULT_NAMES = 1024
 _PRIORITIZED: int = lib.SW_ENTRY_PRIORITIZED
-# The handle of a closed limiter: C calls on it fail with SW_ENULL, which the
-# slow path turns into ClosedError (no check on the fast path).
-_CLOSED = ffi.NULL
+_CLOSED = CLOSED  # see _util.CLOSED
 
 _BEHAVIORS = {
     "reject": lib.SW_BEHAVIOR_REJECT,
@@ -114,72 +118,6 @@ class Stats:
         return asdict(self)
 
 
-class Permit:
-    """The outcome of :meth:`RateLimiter.acquire` / :meth:`~RateLimiter.try_acquire`.
-
-    True when admitted; then call :meth:`release` once when the work is done
-    (or use the permit as a context manager), which records the response
-    time, a success, and an exception with ``release(error=True)``. A permit
-    that was refused is false and carries ``retry_after`` (seconds)."""
-
-    __slots__ = ("limiter", "n", "admitted", "retry_after", "waited", "remaining", "borrowed",
-                 "would_block", "_h", "_t0")
-
-    def __init__(self, limiter: "RateLimiter", n: int, admitted: bool, retry_after: float, waited: float,
-                 remaining: int, borrowed: bool, h: Any, t0: int, would_block: bool = False) -> None:
-        #: a dry-run rule admitted this request but would have refused it
-        self.would_block = would_block
-        self.limiter = limiter
-        self.n = n
-        self.admitted = admitted
-        self.retry_after = retry_after
-        self.waited = waited
-        self.remaining = remaining
-        self.borrowed = borrowed
-        self._h = h
-        self._t0 = t0
-
-    def __bool__(self) -> bool:
-        return self.admitted
-
-    @property
-    def active(self) -> bool:
-        """Admitted and not yet released."""
-        return self._h is not None
-
-    def release(self, error: bool = False) -> None:
-        """End the admitted work (once; later calls do nothing)."""
-        h = self._h
-        if h is None:
-            return
-        self._h = None
-        lim = self.limiter
-        clock = lim._clock
-        if clock is None:
-            rc = lib.swpy_exit(h, self._t0, self.n, _EXIT_ERROR if error else 0)
-        else:
-            rc = lib.swpy_exit_at(h, clock(), self._t0, self.n, _EXIT_ERROR if error else 0)
-        if rc < 0:
-            raise error_from_code(rc, "release")
-
-    def __enter__(self) -> "Permit":
-        return self
-
-    def __exit__(self, et: Any, ev: Any, tb: Any) -> None:
-        self.release(error=et is not None)
-
-    async def __aenter__(self) -> "Permit":
-        return self
-
-    async def __aexit__(self, et: Any, ev: Any, tb: Any) -> None:
-        self.release(error=et is not None)
-
-    def __repr__(self) -> str:
-        if self.admitted:
-            return "<Permit n=%d admitted%s>" % (self.n, "" if self._h is not None else " released")
-        return "<Permit n=%d refused retry_after=%g>" % (self.n, self.retry_after)
-
-
 class _Root:
     """What a limiter and the limiters of its keys share."""
 
@@ -206,7 +144,7 @@ def _clock_sleep(clock: Any, attr: str, default: Any) -> Any:
     return fn if callable(fn) else default
 
 
-class RateLimiter:
+class RateLimiter(PerKey):
     """A flow rule (Sentinel's flow controllers) on its own statistics.
 
     Exactly one of ``qps`` (passes per second over a sliding window of
@@ -228,12 +166,23 @@ class RateLimiter:
 
     ``segment="name"`` (a POSIX shared memory name) or ``"/path/file"`` puts
     the limiter, under ``name`` (default ``"default"``), in a shared segment
-    of ``capacity`` limiters that every process opening it updates exactly.
-    :meth:`for_key` gives per-key limiters with the same rule, from the
-    segment or from a registry of ``capacity`` keys; ``on_full`` says what
-    a new key gets when it is full: ``"raise"`` (:class:`RegistryFullError`),
-    ``"allow"`` (an unlimited limiter) or ``"shared"`` (one limiter with
-    the rule, shared by every key that did not fit).
+    of ``names`` limiters that every process opening it updates exactly.
+
+    Per-key limits (``key=`` of the entry methods, :meth:`for_key`) share
+    the rule. When a keyed table takes it (QPS or concurrency, reject or
+    pacing, not prioritized, no cluster), the keys live in one table of
+    ``capacity`` keys at once (on the heap, or with ``segment=`` in the
+    segment ``"<segment>.keys.<name>"``): idle keys are reclaimed, and
+    ``on_full`` says what a new key gets when every place it may take holds
+    an active key: ``"evict"`` (default: the least recently active one is
+    evicted), ``"open"`` (let through uncounted), ``"closed"`` (refused).
+    Keys longer than ``key_bytes`` (16..128) are kept as a digest. Other
+    rules (warm-up, prioritized, cluster) keep each key's limiter in a
+    registry of ``capacity`` keys (in the segment, as ``"<name>:<key>"``),
+    which evicts nothing: ``on_full`` is then ``"raise"``
+    (:class:`RegistryFullError`, default), ``"allow"`` (an unlimited
+    limiter) or ``"shared"`` (one limiter shared by the keys that did not
+    fit).
 
     ``clock``: a callable returning milliseconds (int); then every call
     passes its time to the C library (the ``*_at`` functions), which makes
@@ -269,12 +218,14 @@ class RateLimiter:
         interval: float = 1.0,
         segment: Optional[Union[str, "os.PathLike[str]"]] = None,
         capacity: int = 1024,
+        names: Optional[int] = None,
+        key_bytes: int = 16,
         clock: Optional[Callable[[], int]] = None,
         block: bool = False,
         timeout: Optional[float] = None,
         prioritized: bool = False,
         stripes: Optional[int] = None,
-        on_full: str = "raise",
+        on_full: Optional[str] = None,
         reset: bool = False,
         sleep: Optional[Callable[[float], Any]] = None,
         async_sleep: Optional[Callable[[float], Awaitable[Any]]] = None,
@@ -292,7 +243,8 @@ class RateLimiter:
         init_kwargs = dict(
             qps=qps, name=name, concurrency=concurrency, behavior=behavior, max_queue=max_queue,
             warm_up=warm_up, cold_factor=cold_factor, strict=strict, windows=windows,
-            interval=interval, segment=segment, capacity=capacity, clock=clock, block=block,
+            interval=interval, segment=segment, capacity=capacity, names=names, key_bytes=key_bytes,
+            clock=clock, block=block,
             timeout=timeout, prioritized=prioritized, stripes=stripes, on_full=on_full,
             sleep=sleep, async_sleep=async_sleep, cluster=cluster, lease=lease,
             cluster_failure=cluster_failure, cluster_nodes=cluster_nodes,
@@ -316,8 +268,7 @@ class RateLimiter:
             if not isinstance(name, str):
                 raise TypeError("name must be a str, not %s" % type(name).__name__)
             to_bytes_name(name, "name")  # no NUL: "n\0one" and "n\0two" are not one name
-        if on_full not in ("raise", "allow", "shared"):
-            raise ValueError("on_full=%r is not one of 'raise', 'allow', 'shared'" % (on_full,))
+        check_on_full(on_full)
         if clock is not None and not callable(clock):
             raise TypeError("clock must be a callable returning milliseconds")
         if timeout is not None:
@@ -326,6 +277,10 @@ class RateLimiter:
                 raise ValueError("timeout=%r must be >= 0 seconds (or None)" % (timeout,))
         want_int(windows, "windows", 1, 2**31 - 1)
         want_int(capacity, "capacity", 1, UINT32_MAX)
+        if names is not None:
+            want_int(names, "names", 1, UINT32_MAX)
+            if segment is None:
+                raise TypeError("names= (the limiters a segment holds) needs segment=")
         self._blocking = bool(block)
         self._timeout = timeout
         self._clock = clock
@@ -369,15 +324,17 @@ class RateLimiter:
         elif cluster_password is not None or cluster_username is not None or cluster_database != 0:
             raise TypeError("cluster_password, cluster_username and cluster_database need cluster=")
         root.capacity = capacity
-        root.on_full = on_full
 
         # Every argument is checked before anything is made: the rule and the
         # geometry by a limiter on the heap (a failure in sw_segment_open
-        # would otherwise come after the segment file exists), the cluster
-        # address by sw_cluster_create, the names here.
+        # would otherwise come after the segment file exists), the keyed
+        # table by one on the heap, the cluster address by sw_cluster_create,
+        # the names here.
         p = ffi.new("sw_limiter **")
         check(lib.sw_limiter_create(p, opts), "RateLimiter")
         heap = ffi.gc(p[0], lib.sw_limiter_free)
+        kopts = self._keys_path(opts, on_full, key_bytes, prioritized)
+        self._kt: Optional[KeyedTable] = None if kopts is None else KeyedTable.create(capacity, kopts)
         if segment is not None:
             self.name = name if name is not None else "default"
             seg_name = to_bytes_name(segment, "segment")
@@ -395,17 +352,41 @@ class RateLimiter:
             heap = None
             root.prefix = self.name + ":"
             root.init_kwargs = init_kwargs
-            ps = ffi.new("sw_segment **")
+            if names is None:
+                names = capacity if kopts is None else _DEFAULT_NAMES
             flags = lib.SW_SEGMENT_CREATE | (lib.SW_SEGMENT_RESET if reset else 0)
-            check(lib.sw_segment_open(ps, seg_name, capacity, opts, flags), "segment %r" % (segment,))
-            # (When the C library says whether this open created the segment
-            # (sw_segment_created), a failure below unlinks what it created.)
-            root.segment = ffi.gc(ps[0], lib.sw_segment_close)
-            root.registry = keep_alive(lib.sw_segment_registry(root.segment), root.segment)
-            self._h = self._registry_get(bname, what="name")
+            self._open_segments(segment, seg_name, bname, names, flags, kopts)
         root.members.append(self)
         if self._cluster is not None:
             self._cluster.add(self._h, resource)
+
+    def _open_segments(self, segment: Any, seg_name: bytes, bname: bytes, names: int, flags: int,
+                       kopts: Any) -> None:
+        """Open the segment of the limiters by name and, for a keyed table,
+        the keys' segment; a failure removes what this call created."""
+        root = self._root
+        ps = ffi.new("sw_segment **")
+        check(lib.sw_segment_open(ps, seg_name, names, root.opts, flags), "segment %r" % (segment,))
+        root.segment = ffi.gc(ps[0], lib.sw_segment_close)
+        keys: Optional[KeyedTable] = None
+        try:
+            if kopts is not None:
+                kname = keys_segment_name(seg_name, self.name or "")
+                checked, self._kt = self._kt, None
+                ffi.release(checked.h)  # the check's heap table: the keys are in the segment
+                keys = self._kt = KeyedTable.open(kname, root.capacity, kopts, flags)
+            root.registry = keep_alive(lib.sw_segment_registry(root.segment), root.segment)
+            self._h = self._registry_get(bname, what="name")
+        except BaseException:
+            self._kt = None
+            if keys is not None and keys.created:
+                ffi.release(keys.h)
+                lib.sw_segment_unlink(kname)
+            if lib.sw_segment_created(root.segment) == 1:
+                ffi.release(root.segment)
+                lib.sw_segment_unlink(seg_name)
+            root.registry = root.segment = None
+            raise
 
     def lease_stats(self) -> Dict[str, int]:
         """The cluster lease of this limiter: calls, granted, tokens, up, ..."""
@@ -469,6 +450,10 @@ class RateLimiter:
         clock = self._clock
         return lib.sw_now_ms() if clock is None else clock()
 
+    def _time(self, now: Optional[int]) -> int:
+        """An explicit time (checked) or the limiter's clock."""
+        return self._now() if now is None else want_now(now)
+
     def __repr__(self) -> str:
         state = "closed" if self._h is _CLOSED else "open"
         return "<libsw.RateLimiter %s %s>" % (self.resource or "", state)
@@ -486,75 +471,21 @@ class RateLimiter:
             return ClosedError(self._closed_msg())
         return error_from_code(rc, self.resource or "limiter")
 
+    def _steps(self, h: Any, rc: int, n: int, flags: int, block: bool, timeout: Optional[float],
+               info: Optional[list]) -> Any:
+        return steps(rc, lambda: self._enter_raw(self._h, n, flags),  # _CLOSED if closed meanwhile
+                     lambda: self._exit(h, self._now(), n, True), self._fail, self._now, self.resource,
+                     block, timeout, info)
+
     def _slow(self, h: Any, rc: int, n: int, flags: int, block: bool, timeout: Optional[float],
               info: Optional[list] = None) -> int:
         """Finish an entry whose fast path did not pass: wait a WAIT verdict,
         retry a BLOCK (block=True) or raise BlockedError. Returns t0."""
-        waited = 0.0
-        while True:
-            if rc >= 0:
-                break
-            if rc != _NOT_PASS:
-                raise self._fail(rc)
-            d = lib.swpy_decision()
-            if d.verdict == _WAIT:
-                s = d.wait_ms / 1000.0
-                if info is not None:
-                    info[1] = d.remaining
-                    info[2] = bool(d.borrowed)
-                try:
-                    self._sleep(s)
-                except BaseException:  # interrupted or cancelled: end the admitted entry
-                    self._exit(h, self._now(), n, True)
-                    raise
-                waited += s
-                rc = self._now()
-                break
-            ra = d.retry_after_ms
-            retry = math.inf if ra < 0 else ra / 1000.0
-            s = max(retry, 0.001)
-            if not block or ra < 0 or (timeout is not None and waited + s > timeout):
-                raise BlockedError(retry, self.resource, d.remaining)
-            self._sleep(s)
-            waited += s
-            rc = self._enter_raw(self._h, n, flags)  # _CLOSED if closed meanwhile
-        if info is not None:
-            info[0] = waited
-        return rc
+        return run(self._steps(h, rc, n, flags, block, timeout, info), self._sleep)
 
     async def _slow_async(self, h: Any, rc: int, n: int, flags: int, block: bool,
                           timeout: Optional[float], info: Optional[list] = None) -> int:
-        waited = 0.0
-        while True:
-            if rc >= 0:
-                break
-            if rc != _NOT_PASS:
-                raise self._fail(rc)
-            d = lib.swpy_decision()
-            if d.verdict == _WAIT:
-                s = d.wait_ms / 1000.0
-                if info is not None:
-                    info[1] = d.remaining
-                    info[2] = bool(d.borrowed)
-                try:
-                    await self._async_sleep(s)
-                except BaseException:  # interrupted or cancelled: end the admitted entry
-                    self._exit(h, self._now(), n, True)
-                    raise
-                waited += s
-                rc = self._now()
-                break
-            ra = d.retry_after_ms
-            retry = math.inf if ra < 0 else ra / 1000.0
-            s = max(retry, 0.001)
-            if not block or ra < 0 or (timeout is not None and waited + s > timeout):
-                raise BlockedError(retry, self.resource, d.remaining)
-            await self._async_sleep(s)
-            waited += s
-            rc = self._enter_raw(self._h, n, flags)  # _CLOSED if closed meanwhile
-        if info is not None:
-            info[0] = waited
-        return rc
+        return await run_async(self._steps(h, rc, n, flags, block, timeout, info), self._async_sleep)
 
     def _site_for_wrapper(self) -> Tuple[Any, int]:
         """This limiter's site (made on first use) and its address: the
@@ -716,10 +647,7 @@ class RateLimiter:
         return self
 
     def __exit__(self, et: Any, ev: Any, tb: Any) -> None:
-        top = _active.get()
-        if top is None or top[0] is not self:
-            raise RuntimeError("RateLimiter.__exit__ without a matching __enter__ in this thread or task")
-        _active.set(top[3])
+        top = pop_entered(_active, self, "RateLimiter")
         self._exit(top[1], top[2], 1, et is not None)
 
     async def __aenter__(self) -> "RateLimiter":
@@ -748,7 +676,7 @@ class RateLimiter:
     def _permit(self, h: Any, n: int, t0: int, info: list) -> Permit:
         d = lib.swpy_decision()  # this thread's last entry: this one
         remaining = info[1] if info[1] is not None else d.remaining
-        return Permit(self, n, True, 0.0, info[0], remaining, info[2], h, t0, bool(d.would_block))
+        return admitted(Permit, self, n, h, t0, remaining, info[0], info[2], bool(d.would_block))
 
     def acquire(self, n: int = 1, *, key: Optional[Union[str, bytes]] = None, block: Optional[bool] = None,
                 timeout: Optional[float] = None) -> Permit:
@@ -756,6 +684,8 @@ class RateLimiter:
         or use it in a ``with``). Raises BlockedError when refused, unless
         blocking (this call's ``block``, else the limiter's): then retries
         until ``timeout`` seconds (this call's, else the limiter's)."""
+        if key is not None and self._kt is not None:
+            return self._kt.acquire(self, key, n, block, timeout)
         lim = self._target(key)
         n = self._check_n(n)
         if block is None:
@@ -763,7 +693,7 @@ class RateLimiter:
         if timeout is None:
             timeout = lim._timeout
         h = lim._h
-        info: list = [0.0, None, False]
+        info = new_info()
         rc = lim._enter_raw(h, n, lim._flags)
         if rc >= 0:
             info[1] = lib.swpy_decision().remaining
@@ -774,6 +704,8 @@ class RateLimiter:
     async def acquire_async(self, n: int = 1, *, key: Optional[Union[str, bytes]] = None,
                             block: Optional[bool] = None, timeout: Optional[float] = None) -> Permit:
         """:meth:`acquire` for coroutines: waits with ``asyncio.sleep``."""
+        if key is not None and self._kt is not None:
+            return await self._kt.acquire_async(self, key, n, block, timeout)
         lim = self._target(key)
         n = self._check_n(n)
         if block is None:
@@ -781,7 +713,7 @@ class RateLimiter:
         if timeout is None:
             timeout = lim._timeout
         h = lim._h
-        info: list = [0.0, None, False]
+        info = new_info()
         rc = lim._enter_raw(h, n, lim._flags)
         if rc >= 0:
             info[1] = lib.swpy_decision().remaining
@@ -794,106 +726,21 @@ class RateLimiter:
         :class:`Permit`, true when admitted (release it when done), false
         with ``retry_after`` when refused. An admission that must wait
         (pacing) is waited for with time.sleep before returning."""
+        if key is not None and self._kt is not None:
+            return self._kt.try_acquire(self, key, n)
         try:
             return self.acquire(n, key=key, block=False)
         except BlockedError as e:
-            return Permit(self._target(key), n, False, e.retry_after, 0.0, e.remaining, False, None, 0)
+            return refused(Permit, self._target(key), n, e.retry_after, e.remaining)
 
     async def try_acquire_async(self, n: int = 1, *, key: Optional[Union[str, bytes]] = None) -> Permit:
         """:meth:`try_acquire` for coroutines."""
+        if key is not None and self._kt is not None:
+            return await self._kt.try_acquire_async(self, key, n)
         try:
             return await self.acquire_async(n, key=key, block=False)
         except BlockedError as e:
-            return Permit(self._target(key), n, False, e.retry_after, 0.0, e.remaining, False, None, 0)
-
-    # ------------------------------------------------------------- per key
-
-    def for_key(self, key: Union[str, bytes]) -> "RateLimiter":
-        """The limiter of key (created on first use, with this limiter's rule
-        and settings): a RateLimiter usable in every way this one is. Keys
-        live in the shared segment (as ``"<name>:<key>"``) when there is one,
-        else in a registry of ``capacity`` keys made on first use."""
-        root = self._root
-        if self._key is not None:
-            raise TypeError("for_key() of a key's limiter: call it on the limiter that made it")
-        if isinstance(key, bytes):
-            skey = key.decode("utf-8", "surrogateescape")
-        elif isinstance(key, str):
-            skey = key
-        else:
-            raise TypeError("key must be str or bytes, not %s" % type(key).__name__)
-        child = root.keys.get(skey)
-        if child is not None and child._h is not _CLOSED:
-            return child
-        if self._h is _CLOSED:
-            raise ClosedError(self._closed_msg())
-        with root.lock:
-            child = root.keys.get(skey)
-            if child is not None and child._h is not _CLOSED:
-                return child
-            if root.registry is None:
-                p = ffi.new("sw_registry **")
-                check(lib.sw_registry_create(p, root.capacity, root.opts), "registry")
-                root.registry = ffi.gc(p[0], lib.sw_registry_free)
-            bname = to_bytes_name(root.prefix + skey, "key")
-            try:
-                h = self._registry_get(bname, "key")
-            except RegistryFullError:
-                if root.on_full == "raise":
-                    raise
-                return self._overflow()
-            child = self._child(h, skey)
-            if self._cluster is not None:  # each key is a fleet-wide budget of its own
-                self._cluster.add(h, bname)
-            root.keys[skey] = child
-            return child
-
-    def _child(self, h: Any, key: str) -> "RateLimiter":
-        child = object.__new__(RateLimiter)
-        child.__dict__.update(self.__dict__)
-        child._h = h
-        child._key = key
-        child._site = None
-        self._root.members.append(child)
-        return child
-
-    def _overflow(self) -> "RateLimiter":
-        root = self._root
-        if root.overflow is None:
-            opts = root.opts
-            if root.on_full == "allow":
-                opts = ffi.gc(lib.sw_options_clone(root.opts), lib.sw_options_free)
-                hi = ffi.new("double *")
-                check(lib.sw_option_bounds(lib.SW_OPT_THRESHOLD, ffi.NULL, hi, ffi.NULL))
-                set_opt(opts, lib.SW_OPT_THRESHOLD, hi[0])
-                set_opt(opts, lib.SW_OPT_BEHAVIOR, lib.SW_BEHAVIOR_REJECT)
-            p = ffi.new("sw_limiter **")
-            check(lib.sw_limiter_create(p, opts), "overflow limiter")
-            root.overflow = self._child(ffi.gc(p[0], lib.sw_limiter_free), "<overflow>")
-        return root.overflow
-
-    def keys(self) -> List[str]:
-        """The keys that have a limiter (in a segment: this limiter's keys
-        created by any process), in creation order."""
-        root = self._root
-        reg = root.registry
-        if reg is None:
-            return []
-        out = []
-        name = ffi.new("const char **")
-        for i in range(lib.sw_registry_count(reg)):
-            if lib.sw_registry_at(reg, i, ffi.NULL, name) == 0:
-                s = ffi.string(name[0]).decode("utf-8", "surrogateescape")
-                if root.prefix:
-                    if s.startswith(root.prefix):
-                        out.append(s[len(root.prefix):])
-                else:
-                    out.append(s)
-        return out
-
-    @property
-    def capacity(self) -> int:
-        return self._root.capacity
+            return refused(Permit, self._target(key), n, e.retry_after, e.remaining)
 
     # ---------------------------------------------------------- statistics
 
@@ -902,7 +749,7 @@ class RateLimiter:
         requests in flight and borrowed passes waiting, at now (ms; default:
         the limiter's clock)."""
         h = self._handle()
-        t = self._now() if now is None else want_now(now)
+        t = self._time(now)
         node = lib.sw_limiter_node(h)
 
         def f(v: float) -> float:
@@ -929,8 +776,11 @@ class RateLimiter:
     def set_dry_run(self, on: bool) -> None:
         """Switch dry-run (shadow mode) on or off at run time: the rule keeps
         deciding and counting, but lets everything through; permits say
-        ``would_block``. Statistics are kept."""
+        ``would_block``. Statistics are kept. The limiter that made keys
+        switches its keyed table too (every key, in every process)."""
         check(lib.sw_limiter_set_dry_run(self._handle(), 1 if on else 0), "set_dry_run")
+        if self._kt is not None:
+            self._kt.set_dry_run(on)
 
     def second_metric(self) -> "Metric":
         """The node's per-second metric (borrowed: a live view)."""
@@ -949,9 +799,12 @@ class RateLimiter:
     def rule(self) -> Dict[str, Any]:
         """The rule in force (it may have been changed by another process
         sharing the segment)."""
-        h = self._handle()
         o = new_options()
-        check(lib.sw_limiter_get_rule(h, o))
+        check(lib.sw_limiter_get_rule(self._handle(), o))
+        return self._rule_dict(o)
+
+    @staticmethod
+    def _rule_dict(o: Any) -> Dict[str, Any]:
         qps = get_opt(o, lib.SW_OPT_GRADE) == lib.SW_GRADE_QPS
         return {
             "grade": "qps" if qps else "concurrency",
@@ -965,20 +818,27 @@ class RateLimiter:
 
     def set_threshold(self, value: float) -> None:
         """Change the threshold (QPS or concurrency) at run time, keeping the
-        statistics and the pacing / warm-up state. A key's limiter changes
-        alone; the limiter that made keys changes itself only (keys made
-        later start with the original rule)."""
+        statistics and the pacing / warm-up state. With a keyed table, the
+        threshold of every key changes too (one rule for all keys, in every
+        process). With keys in a registry, a key's limiter changes alone and
+        the limiter that made keys changes itself only (keys made later
+        start with the original rule)."""
         h = self._handle()
+        value = want_real(value, "threshold")
         o = new_options()
         check(lib.sw_limiter_get_rule(h, o))
-        set_opt(o, lib.SW_OPT_THRESHOLD, want_real(value, "threshold"), "threshold")
+        set_opt(o, lib.SW_OPT_THRESHOLD, value, "threshold")
+        if self._kt is not None:  # first: the keyed table's range is the narrower
+            ko = self._kt.rule_options()
+            set_opt(ko, lib.SW_OPT_THRESHOLD, value, "threshold")
+            self._kt.set_rule(ko, "threshold")
         check(lib.sw_limiter_set_rule(h, o), "set_threshold")
 
     # ------------------------------------------------------------- closing
 
     def close(self) -> None:
         """Release the limiter (and, for the limiter that made them, every
-        key's limiter and the segment mapping). Later use raises
+        key's limiter or the keyed table, and the segment mappings). Later use raises
         :class:`ClosedError`; calls already inside the C library finish
         safely (memory is freed when the last of them returns)."""
         root = self._root
@@ -997,6 +857,8 @@ class RateLimiter:
                 if m._site is not None:
                     lib.swpy_site_clear(m._site)
             root.members.clear()
+            if self._kt is not None:
+                self._kt.close()
             root.keys.clear()
             root.overflow = None
             root.registry = None
@@ -1014,7 +876,7 @@ class RateLimiter:
         return (_reopen, (root.init_kwargs, self._key))
 
 
-def _reopen(kwargs: Dict[str, Any], key: Optional[str]) -> RateLimiter:
+def _reopen(kwargs: Dict[str, Any], key: Optional[Union[str, bytes]]) -> Union[RateLimiter, KeyLimiter]:
     lim = RateLimiter(**kwargs)
     return lim if key is None else lim.for_key(key)
 

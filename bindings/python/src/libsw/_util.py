@@ -1,6 +1,7 @@
 """Argument checks shared by the modules."""
 from __future__ import annotations
 
+import contextvars
 import math
 import os
 from typing import Optional, Union
@@ -9,6 +10,9 @@ from ._errors import ArgumentError, check
 from ._libsw import ffi, lib
 
 INT64_MAX = 2**63 - 1
+# The handle of a closed limiter: C calls on it fail with SW_ENULL, which the
+# slow path turns into ClosedError (no check on the fast path).
+CLOSED = ffi.NULL
 UINT32_MAX = 2**32 - 1
 
 
@@ -62,6 +66,16 @@ def to_bytes_name(name: Union[str, bytes, "os.PathLike[str]"], what: str) -> byt
     if b"\0" in b:
         raise ArgumentError("%s %r contains a NUL byte" % (what, name), lib.SW_EINVAL)
     return b
+
+
+def pop_entered(var: "contextvars.ContextVar[Optional[tuple]]", owner: object, what: str) -> tuple:
+    """Pop the top of a `with` stack kept in a context variable as tuples
+    (owner, ..., previous top); RuntimeError if owner did not enter last."""
+    top = var.get()
+    if top is None or top[0] is not owner:
+        raise RuntimeError("%s.__exit__ without a matching __enter__ in this thread or task" % what)
+    var.set(top[-1])
+    return top
 
 
 def new_options() -> "ffi.CData":
