@@ -19,6 +19,7 @@
 #      new    a new address every request: the cost of a new key.
 #    Those runs measure MANY_LOCATIONS (default: none limit_req lua_empty
 #    libsw_key); realip's own cost is the same in each and cancels out.
+#    KEEP_CALLGRIND=dir keeps every run's callgrind profile there.
 # 2. wrk: the same nginx without valgrind, wrk -t1 -c8 -d3s per location
 #    (smoke numbers: this machine is shared and noisy).
 #
@@ -222,6 +223,8 @@ ir_run() {
     exit 1
   fi
   stop_nginx "$vg"
+  # KEEP_CALLGRIND=dir keeps each run's profile for callgrind_annotate
+  if [ -n "${KEEP_CALLGRIND:-}" ]; then cp "$out" "$KEEP_CALLGRIND/callgrind.$1.${3:-one}.$2"; fi
   awk '/^(summary|totals):/ { print $2; exit }' "$out"
 }
 

@@ -978,9 +978,10 @@ local function build(C, path)
   end
   Limiter.entry = entry
 
-  -- The end of an admitted entry on handle l: rt in seconds (rounded to
-  -- ms; below 0 counts as 0), failed counts an exception.
-  local function exit_on(self, l, rt, failed, n)
+  -- The arguments of an exit as C takes them: rt in seconds -> rt_ms
+  -- (rounded to ms; below 0 counts as 0), n (default 1), failed -> flags
+  -- (an exception); or nil, message, code.
+  local function exit_args(rt, failed, n)
     local rt_ms = 0
     if rt ~= nil then
       if type(rt) ~= "number" or not (rt <= 2147483.647) then return bad_rt(rt) end
@@ -997,6 +998,14 @@ local function build(C, path)
       if failed ~= true then return bad_flag(failed, "failed") end
       flags = 1
     end
+    return rt_ms, n, flags
+  end
+
+  -- The end of an admitted entry on handle l (exit_args).
+  local function exit_on(self, l, rt, failed, n)
+    local rt_ms, flags
+    rt_ms, n, flags = exit_args(rt, failed, n)
+    if rt_ms == nil then return nil, n, flags end
     local clock = self._clock
     local rc
     if clock then
@@ -1336,7 +1345,7 @@ local function build(C, path)
     errmsg = errmsg, option_number = option_number, rule_of = rule_of,
     geometry_of = geometry_of, make_options = make_options, rule_values = rule_values,
     shared_options = shared_options, segment_flags = segment_flags,
-    bad_n = bad_n, bad_flag = bad_flag, bad_time = bad_time, bad_rt = bad_rt,
+    bad_n = bad_n, bad_flag = bad_flag, bad_time = bad_time, exit_args = exit_args,
     bad_lean = bad_lean, BEHAVIOR_NAMES = BEHAVIOR_NAMES,
     N_MAX = N_MAX, RT_MAX_MS = RT_MAX_MS, T_MAX = T_MAX,
   })

@@ -35,8 +35,8 @@ local BY = { pass = 0, block = 1 }
 
 return function(api, C, h)
   local M, fail, whole, show = h.M, h.fail, h.whole, h.show
-  local errmsg, bad_n, bad_flag, bad_time, bad_rt, bad_lean =
-    h.errmsg, h.bad_n, h.bad_flag, h.bad_time, h.bad_rt, h.bad_lean
+  local errmsg, bad_n, bad_flag, bad_time, exit_args, bad_lean =
+    h.errmsg, h.bad_n, h.bad_flag, h.bad_time, h.exit_args, h.bad_lean
   local N_MAX, RT_MAX_MS, T_MAX = h.N_MAX, h.RT_MAX_MS, h.T_MAX
   local BEHAVIOR_NAMES = h.BEHAVIOR_NAMES
 
@@ -59,6 +59,11 @@ return function(api, C, h)
   end
   local function closed()
     return fail(M.ESTATE, "keyed table is closed")
+  end
+  -- true, or nil, message, code for a C call's rc (not on the hot path)
+  local function result(rc)
+    if rc ~= 0 then return nil, errmsg(rc), rc end
+    return true
   end
   -- a key is a string of 1..65535 bytes, or a number (named by tostring)
   local function bad_key(key)
@@ -186,22 +191,9 @@ return function(api, C, h)
     end
     local len = #key
     if len == 0 or len > KEY_MAX then return bad_key(key) end
-    local rt_ms = 0
-    if rt ~= nil then
-      if type(rt) ~= "number" or not (rt <= 2147483.647) then return bad_rt(rt) end
-      rt_ms = floor(rt * 1000 + 0.5)
-      if rt_ms < 0 then rt_ms = 0 end
-    end
-    if n == nil then
-      n = 1
-    elseif type(n) ~= "number" or not (n >= 0 and n <= N_MAX) or n ~= floor(n) then
-      return bad_n(n)
-    end
-    local flags = 0
-    if failed then
-      if failed ~= true then return bad_flag(failed, "failed") end
-      flags = 1
-    end
+    local rt_ms, flags
+    rt_ms, n, flags = exit_args(rt, failed, n)
+    if rt_ms == nil then return nil, n, flags end
     local clock = self._clock
     local rc
     if clock then
@@ -441,9 +433,7 @@ return function(api, C, h)
     local opts
     opts, err, code = h.make_options(r, nil)
     if not opts then return nil, err, code end
-    local rc = C.sw_keyed_set_rule(self._k, opts)
-    if rc ~= 0 then return nil, errmsg(rc), rc end
-    return true
+    return result(C.sw_keyed_set_rule(self._k, opts))
   end
 
   function Keyed:set_dry_run(on)
@@ -452,9 +442,7 @@ return function(api, C, h)
     if type(on) ~= "boolean" then
       return fail(M.EINVAL, "set_dry_run needs true or false, not " .. show(on))
     end
-    local rc = C.sw_keyed_set_dry_run(self._k, on and 1 or 0)
-    if rc ~= 0 then return nil, errmsg(rc), rc end
-    return true
+    return result(C.sw_keyed_set_dry_run(self._k, on and 1 or 0))
   end
 
   -- true if this libsw.keyed call made the table, false if it attached.

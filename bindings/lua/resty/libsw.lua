@@ -437,6 +437,30 @@ local function blocked(self, retry_ms, status)
   return ngx.exit(status)
 end
 
+-- What limit() does with a decision (v: 0 pass, 1 block, 2 wait, or a
+-- negative code whose message is in wait_ms; full: a keyed table's new key
+-- found no place): exits are recorded for entry (a handle, or the key of
+-- a keyed table).
+local FULL_MSG = "keyed table full: a new key found its places taken by active keys"
+local function act(self, key, entry, v, wait_ms, retry_ms, would_block, full)
+  if full then -- on_full = "open" (passed uncounted) or "closed" (blocked)
+    warn_full(self, FULL_MSG)
+    if v == 0 then return false end
+    return blocked(self, retry_ms, self.full_status)
+  end
+  if v == 0 then
+    if self.exit then record(self, entry) end
+    return true, would_block
+  end
+  if v == 1 then return blocked(self, retry_ms, self.status) end
+  if v == 2 then
+    if self.exit then record(self, entry) end
+    ngx.sleep(wait_ms / 1000)
+    return true
+  end
+  return failure(self, key, wait_ms, v)
+end
+
 local function access(self, key)
   if key == nil then
     local var = self.key_var
@@ -462,23 +486,11 @@ local function access(self, key)
   local active = self.active
   if active then active[key] = l end
   local clock = self.clock
-  local v, wait_ms, retry_ms, would_block = decide(l, clock and clock() or nil, 1, 0)
-  if v == 0 then
-    if self.exit then record(self, l) end
-    return true, would_block
-  end
-  if v == 1 then return blocked(self, retry_ms, self.status) end
-  if v == 2 then
-    if self.exit then record(self, l) end
-    ngx.sleep(wait_ms / 1000)
-    return true
-  end
-  return failure(self, key, wait_ms, v) -- v < 0: wait_ms holds the message
+  return act(self, key, l, decide(l, clock and clock() or nil, 1, 0))
 end
 
 -- access() of a keyed table: the key itself is the table's key (any bytes;
 -- nothing cached per key in Lua), and what log() exits.
-local FULL_MSG = "keyed table full: a new key found its places taken by active keys"
 local function access_keyed(self, key)
   if key == nil then
     local var = self.key_var
@@ -495,24 +507,7 @@ local function access_keyed(self, key)
     key = tostring(key)
   end
   local clock = self.clock
-  local v, wait_ms, retry_ms, would_block, full = keyed_decide(self.k, clock and clock() or nil,
-                                                               key, 1)
-  if full then -- on_full = "open" (passed uncounted) or "closed" (blocked)
-    warn_full(self, FULL_MSG)
-    if v == 0 then return false end
-    return blocked(self, retry_ms, self.full_status)
-  end
-  if v == 0 then
-    if self.exit then record(self, key) end
-    return true, would_block
-  end
-  if v == 1 then return blocked(self, retry_ms, self.status) end
-  if v == 2 then
-    if self.exit then record(self, key) end
-    ngx.sleep(wait_ms / 1000)
-    return true
-  end
-  return failure(self, key, wait_ms, v) -- v < 0: wait_ms holds the message
+  return act(self, key, key, keyed_decide(self.k, clock and clock() or nil, key, 1))
 end
 
 function Limit:limit(key)

@@ -347,16 +347,18 @@ describe("resty.libsw", function()
       assert.equal(429, (request(resty, "nk", "")))
       assert.same({ "\0" }, resty.get("nk"):keys())
       assert.is_nil(resty.get("nk").handles)
-      -- 20000 distinct keys leave nothing behind in Lua
+      -- 20000 distinct keys leave nothing behind in Lua (measured after
+      -- 5000 others, once the JIT has made its traces)
+      for i = 1, 5000 do request(resty, "nk", "warm-" .. i) end
       collectgarbage()
       local before = collectgarbage("count")
       for i = 1, 20000 do request(resty, "nk", "client-" .. i) end
       collectgarbage()
-      assert.is_true(collectgarbage("count") - before < 64, "Lua heap grew by "
+      assert.is_true(collectgarbage("count") - before < 16, "Lua heap grew by "
         .. (collectgarbage("count") - before) .. " KiB")
       assert.equal(0, resty.pending())
       local s = resty.stats("nk")
-      assert.same({ 20003, 20002, 1 }, { s.total_pass + s.total_block, s.total_success, s.total_block })
+      assert.same({ 25003, 25002, 1 }, { s.total_pass + s.total_block, s.total_success, s.total_block })
     end)
 
     it("dry run: nothing blocked, limit() returns true, true", function()

@@ -412,14 +412,10 @@ local function reload(master, gen, reset)
   end)
 end
 
--- curl n requests in parallel on separate connections: list of
--- { code, retry_after, worker, time }
-local function burst(path, n, parallel)
-  local args = {}
-  for i = 1, n do args[i] = ("-o /dev/null %q"):format(url(path)) end
-  local cmd = ("curl -s -m 10 -Z --parallel-max %d -H 'Connection: close' "
-    .. "-w '%%{http_code} [%%header{retry-after}] [%%header{x-worker}] %%{time_total}\\n' %s"):format(
-      parallel or 10, table.concat(args, " "))
+-- What curl wrote for each request (-w WRITE_OUT) of the command cmd run
+-- in parallel: list of { code, retry_after, worker, time }
+local WRITE_OUT = "%{http_code} [%header{retry-after}] [%header{x-worker}] %{time_total}\n"
+local function answers(cmd)
   local p = assert(io.popen(cmd .. " 2>/dev/null")) -- -Z shows a progress meter despite -s
   local out = p:read("*a")
   p:close()
@@ -435,32 +431,27 @@ local function burst(path, n, parallel)
   return res
 end
 
+-- curl n requests in parallel on separate connections (answers)
+local function burst(path, n, parallel)
+  local args = {}
+  for i = 1, n do args[i] = ("-o /dev/null %q"):format(url(path)) end
+  return answers(("curl -s -m 10 -Z --parallel-max %d -H 'Connection: close' -w '%s' %s"):format(
+    parallel or 10, WRITE_OUT:gsub("\n", "\\n"), table.concat(args, " ")))
+end
+
 -- One request per key to path with the header X-Client: key, in parallel
--- (curl blocks joined by --next, one connection each): list as burst's.
+-- (curl blocks joined by --next, one connection each; answers).
 local function burst_clients(path, keys, parallel)
   local cfg = prefix .. "/clients.cfg"
   local f = assert(io.open(cfg, "w"))
   for i, key in ipairs(keys) do
     if i > 1 then f:write("next\n") end
     f:write(('url = "%s"\noutput = "/dev/null"\nheader = "X-Client: %s"\n'
-      .. 'header = "Connection: close"\nmax-time = 20\n'
-      .. 'write-out = "%%{http_code} [%%header{retry-after}] [%%header{x-worker}] %%{time_total}\\n"\n')
-      :format(url(path), key))
+      .. 'header = "Connection: close"\nmax-time = 20\nwrite-out = "%s"\n')
+      :format(url(path), key, (WRITE_OUT:gsub("\n", "\\n"))))
   end
   f:close()
-  local p = assert(io.popen(("curl -s -Z --parallel-max %d -K %q 2>/dev/null"):format(parallel, cfg)))
-  local out = p:read("*a")
-  p:close()
-  local res = {}
-  for line in out:gmatch("[^\n]+") do
-    local code, ra, w = line:match("^(%d+) %[(.-)%] %[(.-)%] ")
-    if code then
-      res[#res + 1] = { code = tonumber(code), retry_after = ra, worker = w }
-    else
-      print("# curl: " .. line)
-    end
-  end
-  return res
+  return answers(("curl -s -Z --parallel-max %d -K %q"):format(parallel, cfg))
 end
 
 -- Counts of a burst's answers: 200s, 429s, others, Retry-After outside
