@@ -847,16 +847,23 @@ local function build(C, path)
   end
   api.decide = decide
 
+  -- The exit flags of finish's rt_ms (whole ms) and failed, or nil,
+  -- message, code.
+  local function finish_flags(rt_ms, failed)
+    if type(rt_ms) ~= "number" or not (rt_ms >= 0 and rt_ms <= RT_MAX_MS) or rt_ms ~= floor(rt_ms) then
+      return whole(rt_ms, "rt_ms", 0, RT_MAX_MS)
+    end
+    if failed then
+      if failed ~= true then return bad_flag(failed, "failed") end
+      return 1
+    end
+    return 0
+  end
+
   local function finish(l, t, rt_ms, failed)
     if not ffi_istype(limiter_ptr, l) then return bad_lean(bad_handle(l)) end
-    if type(rt_ms) ~= "number" or not (rt_ms >= 0 and rt_ms <= RT_MAX_MS) or rt_ms ~= floor(rt_ms) then
-      return bad_lean(whole(rt_ms, "rt_ms", 0, RT_MAX_MS))
-    end
-    local flags = 0
-    if failed then
-      if failed ~= true then return bad_lean(bad_flag(failed, "failed")) end
-      flags = 1
-    end
+    local flags, err, code = finish_flags(rt_ms, failed)
+    if flags == nil then return code, err end
     local rc
     if t then
       if type(t) ~= "number" or not (t >= 0 and t < T_MAX) then return bad_lean(bad_time(t, "t")) end
@@ -1345,9 +1352,9 @@ local function build(C, path)
     errmsg = errmsg, option_number = option_number, rule_of = rule_of,
     geometry_of = geometry_of, make_options = make_options, rule_values = rule_values,
     shared_options = shared_options, segment_flags = segment_flags,
-    bad_n = bad_n, bad_flag = bad_flag, bad_time = bad_time, exit_args = exit_args,
+    bad_n = bad_n, bad_time = bad_time, exit_args = exit_args, finish_flags = finish_flags,
     bad_lean = bad_lean, BEHAVIOR_NAMES = BEHAVIOR_NAMES,
-    N_MAX = N_MAX, RT_MAX_MS = RT_MAX_MS, T_MAX = T_MAX,
+    N_MAX = N_MAX, T_MAX = T_MAX,
   })
   return api
 end

@@ -35,9 +35,9 @@ local BY = { pass = 0, block = 1 }
 
 return function(api, C, h)
   local M, fail, whole, show = h.M, h.fail, h.whole, h.show
-  local errmsg, bad_n, bad_flag, bad_time, exit_args, bad_lean =
-    h.errmsg, h.bad_n, h.bad_flag, h.bad_time, h.exit_args, h.bad_lean
-  local N_MAX, RT_MAX_MS, T_MAX = h.N_MAX, h.RT_MAX_MS, h.T_MAX
+  local errmsg, bad_n, bad_time, exit_args, finish_flags, bad_lean =
+    h.errmsg, h.bad_n, h.bad_time, h.exit_args, h.finish_flags, h.bad_lean
+  local N_MAX, T_MAX = h.N_MAX, h.T_MAX
   local BEHAVIOR_NAMES = h.BEHAVIOR_NAMES
 
   -- one decision, one info and one key reused by every call: read right
@@ -248,14 +248,8 @@ return function(api, C, h)
     if type(key) ~= "string" then return bad_lean(bad_key(key)) end
     local len = #key
     if len == 0 or len > KEY_MAX then return bad_lean(bad_key(key)) end
-    if type(rt_ms) ~= "number" or not (rt_ms >= 0 and rt_ms <= RT_MAX_MS) or rt_ms ~= floor(rt_ms) then
-      return bad_lean(whole(rt_ms, "rt_ms", 0, RT_MAX_MS))
-    end
-    local flags = 0
-    if failed then
-      if failed ~= true then return bad_lean(bad_flag(failed, "failed")) end
-      flags = 1
-    end
+    local flags, err, code = finish_flags(rt_ms, failed)
+    if flags == nil then return code, err end
     local rc
     if t then
       if type(t) ~= "number" or not (t >= 0 and t < T_MAX) then return bad_lean(bad_time(t, "t")) end
