@@ -1353,6 +1353,7 @@ local function build(C, path)
     geometry_of = geometry_of, make_options = make_options, rule_values = rule_values,
     shared_options = shared_options, segment_flags = segment_flags,
     bad_n = bad_n, bad_time = bad_time, exit_args = exit_args, finish_flags = finish_flags,
+    now_of = now_of,
     bad_lean = bad_lean, BEHAVIOR_NAMES = BEHAVIOR_NAMES,
     N_MAX = N_MAX, T_MAX = T_MAX,
   })

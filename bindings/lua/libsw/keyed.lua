@@ -37,7 +37,7 @@ return function(api, C, h)
   local M, fail, whole, show = h.M, h.fail, h.whole, h.show
   local errmsg, bad_n, bad_time, exit_args, finish_flags, bad_lean =
     h.errmsg, h.bad_n, h.bad_time, h.exit_args, h.finish_flags, h.bad_lean
-  local N_MAX, T_MAX = h.N_MAX, h.T_MAX
+  local N_MAX, T_MAX, now_of = h.N_MAX, h.T_MAX, h.now_of
   local BEHAVIOR_NAMES = h.BEHAVIOR_NAMES
 
   -- one decision, one info and one key reused by every call: read right
@@ -76,22 +76,16 @@ return function(api, C, h)
     return fail(M.EINVAL, "the table must be a sw_keyed * (kt.handle), not " .. show(k))
   end
 
-  -- key as the C library takes it: the string and its length, or nil,
-  -- message, code (not on the hot path: entry and exit test inline)
-  local function key_of(key)
-    if type(key) == "number" and key == key then key = tostring(key) end
-    if type(key) ~= "string" or #key == 0 or #key > KEY_MAX then return bad_key(key) end
-    return key, #key
-  end
-
-  local function now_of(self)
-    local clock = self._clock
-    if clock then
-      local t = clock()
-      if type(t) ~= "number" or not (t >= 0 and t < T_MAX) then return bad_time(t, "clock()") end
-      return floor(t)
+  -- key as the C library takes it: a string of 1..65535 bytes (a number:
+  -- its tostring) and its length; or nil, message, code
+  local function key_arg(key)
+    if type(key) ~= "string" then
+      if type(key) ~= "number" or key ~= key then return bad_key(key) end
+      key = tostring(key)
     end
-    return tonumber(C.sw_now_ms())
+    local len = #key
+    if len == 0 or len > KEY_MAX then return bad_key(key) end
+    return key, len
   end
 
   -- What a keyed table refuses, said in the Lua options (r: rule_of's
@@ -154,12 +148,9 @@ return function(api, C, h)
     if type(self) ~= "table" then return bad_self("entry") end
     local k = self._k
     if k == nil then return closed() end
-    if type(key) ~= "string" then
-      if type(key) ~= "number" or key ~= key then return bad_key(key) end
-      key = tostring(key)
-    end
-    local len = #key
-    if len == 0 or len > KEY_MAX then return bad_key(key) end
+    local len, code
+    key, len, code = key_arg(key)
+    if key == nil then return nil, len, code end
     if n == nil then
       n = 1
     elseif type(n) ~= "number" or not (n >= 0 and n <= N_MAX) or n ~= floor(n) then
@@ -185,12 +176,9 @@ return function(api, C, h)
     if type(self) ~= "table" then return bad_self("exit") end
     local k = self._k
     if k == nil then return closed() end
-    if type(key) ~= "string" then
-      if type(key) ~= "number" or key ~= key then return bad_key(key) end
-      key = tostring(key)
-    end
-    local len = #key
-    if len == 0 or len > KEY_MAX then return bad_key(key) end
+    local len, code
+    key, len, code = key_arg(key)
+    if key == nil then return nil, len, code end
     local rt_ms, flags
     rt_ms, n, flags = exit_args(rt, failed, n)
     if rt_ms == nil then return nil, n, flags end
@@ -216,11 +204,18 @@ return function(api, C, h)
   -- 0. Either returns a negative sw_err code and its message on error. k is
   -- a table's handle (kt.handle), key a string of 1..65535 bytes, t the
   -- time in ms or nil for libsw's clock.
-  local function keyed_decide(k, t, key, n)
-    if not ffi_istype(keyed_ptr, k) then return bad_lean(bad_table(k)) end
-    if type(key) ~= "string" then return bad_lean(bad_key(key)) end
+  -- The lean pair's table and key: the key's length, or nil, message, code.
+  local function lean_key(k, key)
+    if not ffi_istype(keyed_ptr, k) then return bad_table(k) end
+    if type(key) ~= "string" then return bad_key(key) end
     local len = #key
-    if len == 0 or len > KEY_MAX then return bad_lean(bad_key(key)) end
+    if len == 0 or len > KEY_MAX then return bad_key(key) end
+    return len
+  end
+
+  local function keyed_decide(k, t, key, n)
+    local len, err, code = lean_key(k, key)
+    if len == nil then return code, err end
     if type(n) ~= "number" or not (n >= 0 and n <= N_MAX) or n ~= floor(n) then
       return bad_lean(bad_n(n))
     end
@@ -244,11 +239,10 @@ return function(api, C, h)
   api.keyed_decide = keyed_decide
 
   local function keyed_finish(k, t, key, rt_ms, failed)
-    if not ffi_istype(keyed_ptr, k) then return bad_lean(bad_table(k)) end
-    if type(key) ~= "string" then return bad_lean(bad_key(key)) end
-    local len = #key
-    if len == 0 or len > KEY_MAX then return bad_lean(bad_key(key)) end
-    local flags, err, code = finish_flags(rt_ms, failed)
+    local len, err, code = lean_key(k, key)
+    if len == nil then return code, err end
+    local flags
+    flags, err, code = finish_flags(rt_ms, failed)
     if flags == nil then return code, err end
     local rc
     if t then
@@ -263,6 +257,16 @@ return function(api, C, h)
   api.keyed_finish = keyed_finish
 
   -- --------------------------------------------------------- inspection
+
+  -- Keyed[name] = fn, run only on an open table (a method called with '.'
+  -- or on a closed table gets nil, message, code instead).
+  local function method(name, fn)
+    Keyed[name] = function(self, ...)
+      if getmetatable(self) ~= Keyed then return bad_self(name) end
+      if self._k == nil then return closed() end
+      return fn(self, ...)
+    end
+  end
 
   -- One sw_keyed_key as a table: key (its bytes; digest = true when they
   -- are the 16-byte digest of a key longer than key_bytes), pass (in the
@@ -302,9 +306,7 @@ return function(api, C, h)
   -- The table as a whole: its geometry and memory, its keys (present,
   -- inserted, reclaimed from idle keys, evicted, refused by on_full), the
   -- units of every entry and exit since creation, and the rule.
-  function Keyed:stats()
-    if getmetatable(self) ~= Keyed then return bad_self("stats") end
-    if self._k == nil then return closed() end
+  method("stats", function(self)
     local rc = C.sw_keyed_stats(self._k, info)
     if rc ~= 0 then return nil, errmsg(rc), rc end
     local i = info
@@ -327,14 +329,12 @@ return function(api, C, h)
     s.behavior = BEHAVIOR_NAMES[rv.behavior]
     s.dry_run = rv.dry_run ~= 0
     return s
-  end
+  end)
 
   -- The state of key now (key_table above), or nil, "no such key",
   -- libsw.ENOTFOUND when the table does not hold it.
-  function Keyed:lookup(key)
-    if getmetatable(self) ~= Keyed then return bad_self("lookup") end
-    if self._k == nil then return closed() end
-    local s, len, code = key_of(key)
+  method("lookup", function(self, key)
+    local s, len, code = key_arg(key)
     if not s then return nil, len, code end
     local t, err
     t, err, code = now_of(self)
@@ -343,14 +343,12 @@ return function(api, C, h)
     if rc < 0 then return nil, errmsg(rc), rc end
     if rc == 0 then return fail(M.ENOTFOUND, "no such key: " .. show(key)) end
     return key_table(one)
-  end
+  end)
 
   -- The n (default 10, at most 100000) keys with the most passes (by =
   -- "pass", the default) or blocks in the interval, most first, and the
   -- number of keys with a pass or a block in it.
-  function Keyed:top(n, by)
-    if getmetatable(self) ~= Keyed then return bad_self("top") end
-    if self._k == nil then return closed() end
+  method("top", function(self, n, by)
     local err, code
     n, err, code = whole(n == nil and 10 or n, "n", 1, TOP_MAX)
     if not n then return nil, err, code end
@@ -363,14 +361,12 @@ return function(api, C, h)
     local rc = C.sw_keyed_top_at(self._k, t, b, arr, n, active_box)
     if rc < 0 then return nil, errmsg(rc), rc end
     return key_list(arr, rc), tonumber(active_box[0])
-  end
+  end)
 
   -- Up to cap (default 1000) keys present from cursor on (0 or nil: the
   -- first), in place order, and the cursor to continue from: call again
   -- until the list is empty. Bounded memory whatever the table's size.
-  function Keyed:scan(cursor, cap)
-    if getmetatable(self) ~= Keyed then return bad_self("scan") end
-    if self._k == nil then return closed() end
+  method("scan", function(self, cursor, cap)
     local err, code
     cursor, err, code = whole(cursor == nil and 0 or cursor, "cursor", 0, 2 ^ 53)
     if not cursor then return nil, err, code end
@@ -384,7 +380,7 @@ return function(api, C, h)
     local rc = C.sw_keyed_scan_at(self._k, t, cursor_box, arr, cap)
     if rc < 0 then return nil, errmsg(rc), rc end
     return key_list(arr, rc), tonumber(cursor_box[0])
-  end
+  end)
 
   -- Every key present, as strings (a table of up to the table's size: for
   -- small tables and tests; scan() streams).
@@ -402,20 +398,16 @@ return function(api, C, h)
 
   -- ------------------------------------------------------------- rules
 
-  function Keyed:rule()
-    if getmetatable(self) ~= Keyed then return bad_self("rule") end
-    if self._k == nil then return closed() end
+  method("rule", function(self)
     local rv, err, code = get_rule(self)
     if not rv then return nil, err, code end
     return rule_options(rv)
-  end
+  end)
 
   -- A new rule for every key, now (counts kept; in a segment, for every
   -- process). The kind of state per key (windows, pacing, concurrency) is
   -- the table's: another kind is refused.
-  function Keyed:set_rule(o)
-    if getmetatable(self) ~= Keyed then return bad_self("set_rule") end
-    if self._k == nil then return closed() end
+  method("set_rule", function(self, o)
     if type(o) ~= "table" then
       return fail(M.EINVAL, "set_rule needs a table of options, not " .. show(o))
     end
@@ -428,23 +420,19 @@ return function(api, C, h)
     opts, err, code = h.make_options(r, nil)
     if not opts then return nil, err, code end
     return result(C.sw_keyed_set_rule(self._k, opts))
-  end
+  end)
 
-  function Keyed:set_dry_run(on)
-    if getmetatable(self) ~= Keyed then return bad_self("set_dry_run") end
-    if self._k == nil then return closed() end
+  method("set_dry_run", function(self, on)
     if type(on) ~= "boolean" then
       return fail(M.EINVAL, "set_dry_run needs true or false, not " .. show(on))
     end
     return result(C.sw_keyed_set_dry_run(self._k, on and 1 or 0))
-  end
+  end)
 
   -- true if this libsw.keyed call made the table, false if it attached.
-  function Keyed:created()
-    if getmetatable(self) ~= Keyed then return bad_self("created") end
-    if self._k == nil then return closed() end
+  method("created", function(self)
     return C.sw_keyed_created(self._k) == 1
-  end
+  end)
 
   -- Free the heap table, or unmap the segment (it stays), now.
   function Keyed:close()

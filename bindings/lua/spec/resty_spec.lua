@@ -347,14 +347,15 @@ describe("resty.libsw", function()
       assert.equal(429, (request(resty, "nk", "")))
       assert.same({ "\0" }, resty.get("nk"):keys())
       assert.is_nil(resty.get("nk").handles)
-      -- 20000 distinct keys leave nothing behind in Lua (measured after
-      -- 5000 others, once the JIT has made its traces)
+      -- 20000 distinct keys leave nothing behind in Lua: anything kept per
+      -- key (a string and a table slot, 60 bytes at least) would grow the
+      -- heap by 1.2 MB; the JIT's traces of the loops take a few dozen KiB
       for i = 1, 5000 do request(resty, "nk", "warm-" .. i) end
       collectgarbage()
       local before = collectgarbage("count")
       for i = 1, 20000 do request(resty, "nk", "client-" .. i) end
       collectgarbage()
-      assert.is_true(collectgarbage("count") - before < 16, "Lua heap grew by "
+      assert.is_true(collectgarbage("count") - before < 256, "Lua heap grew by "
         .. (collectgarbage("count") - before) .. " KiB")
       assert.equal(0, resty.pending())
       local s = resty.stats("nk")
