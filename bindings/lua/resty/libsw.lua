@@ -199,7 +199,8 @@ end
 --   full_status  status for on_full = "closed" (default: status)
 --   reset        false (default): keep the state across restarts and reloads;
 --                true: start empty at every (re)load; "mismatch": start empty
---                only when the segment has another geometry or libsw version
+--                only when the segment has another geometry, kind (keyed
+--                table or registry) or libsw version
 --   key_var      an nginx variable giving the key when limit() gets none
 --                ("binary_remote_addr"; read in the compiled hot path)
 --   exit         record the end of each request in log() (default true;
@@ -418,16 +419,8 @@ local function failure(self, key, err, code)
   return false
 end
 
--- Decide one request of the limit for key (any string; nil: the define()
--- option key_var names an nginx variable to use, else the limit has no
--- keys): on PASS return true; on WAIT sleep (ngx.sleep) then return true;
--- on BLOCK send the status with Retry-After and end the request
--- (ngx.exit). Returns false when the request passes unlimited (on_full =
--- "open", or an error of libsw, which is logged), and nil, message, code
--- when called wrongly (a key neither a string nor a number, an unknown
--- limit: logged, and the request passes too). With a dry-run rule nothing
--- is blocked: a request the rule would have blocked returns true, true
--- (and counts as "would block" in the statistics).
+-- A blocked request: Retry-After (whole seconds, at least 1; none when it
+-- can never pass) and the status.
 local function blocked(self, retry_ms, status)
   if self.retry_after and retry_ms >= 0 then
     local s = ceil(retry_ms / 1000)
@@ -461,6 +454,16 @@ local function act(self, key, entry, v, wait_ms, retry_ms, would_block, full)
   return failure(self, key, wait_ms, v)
 end
 
+-- Decide one request of the limit for key (any string; nil: the define()
+-- option key_var names an nginx variable to use, else the limit has no
+-- keys): on PASS return true; on WAIT sleep (ngx.sleep) then return true;
+-- on BLOCK send the status with Retry-After and end the request
+-- (ngx.exit). Returns false when the request passes unlimited (on_full =
+-- "open", or an error of libsw, which is logged), and nil, message, code
+-- when called wrongly (a key neither a string nor a number, an unknown
+-- limit: logged, and the request passes too). With a dry-run rule nothing
+-- is blocked: a request the rule would have blocked returns true, true
+-- (and counts as "would block" in the statistics).
 local function access(self, key)
   if key == nil then
     local var = self.key_var
