@@ -19,6 +19,10 @@
 -- code (docs/openresty.md, "Errors"). Only errors raised by the caller's
 -- own functions (clock, key_name) propagate.
 --
+-- Keyed tables (libsw.keyed: one rule, any number of keys, a few dozen
+-- bytes per key) live in libsw/keyed.lua, built on this file's checks when
+-- the library is loaded; install both files.
+--
 -- Works in plain LuaJIT and in OpenResty (resty.libsw builds on it).
 
 local ffi = require "ffi"
