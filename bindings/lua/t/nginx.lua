@@ -316,9 +316,10 @@ http {
     :gsub("BINDINGS", here):gsub("RESTY", resty_dir):gsub("SWLIB", SW_LIB)
     :gsub("SEG_BURST", SEG.burst):gsub("SEG_PACE", SEG.pace):gsub("SEG_TINY", SEG.tiny)
     :gsub("SEG_OPEN", SEG.tinyopen):gsub("SEG_REOPEN", SEG.reopen)
-    :gsub("SEG_DRY", SEG.dry):gsub("SEG_FLEET", SEG.fleet):gsub("SEG_CLIENTS", SEG.clients)
+    :gsub("SEG_DRY", SEG.dry):gsub("SEG_FLEETRC", SEG.fleetrc) -- before its prefix SEG_FLEET
+    :gsub("SEG_FLEET", SEG.fleet):gsub("SEG_CLIENTS", SEG.clients)
     :gsub("FLEET_QPS", tostring(FLEET_QPS)):gsub("REDIS_PORT", tostring(redis_port or 1))
-    :gsub("SEG_FLEETRC", SEG.fleetrc):gsub("RC_SEEDS", rc_seeds)
+    :gsub("RC_SEEDS", rc_seeds)
     :gsub("RESET", tostring(reset)):gsub("GEN", tostring(gen)):gsub("PORT", tostring(port))
 end
 
