@@ -1,7 +1,8 @@
 -- The hot loop of the Lua binding, for `luajit -jv` / `-jdump` and timing:
 --   SW_LIB=.../libsw.so luajit -jv bench/lua/jit_loop.lua [iterations]
--- Runs entry+exit on a single limiter, a registry-backed limiter (per key)
--- and a limiter with an injected clock; prints ns per entry+exit for each.
+-- Runs entry+exit on a single limiter, a registry-backed limiter (per key),
+-- a limiter with an injected clock and a keyed table (1000 addresses);
+-- prints ns per entry+exit for each.
 local dir = arg and arg[0] and arg[0]:match("^(.*)/bench/lua/[^/]*$") or "."
 package.path = dir .. "/bindings/lua/?.lua;" .. package.path
 local libsw = assert(require("libsw").load())
@@ -30,3 +31,7 @@ run("registry", assert(libsw.limiter { qps = 1e12, capacity = 16 }),
 local t = 0
 run("clock", assert(libsw.limiter { qps = 1e12, clock = function() t = t + 1; return t end }),
     function() return nil end)
+local addrs = {}
+for i = 1, 1000 do addrs[i] = string.char(10, 0, math.floor(i / 256), i % 256) end
+run("keyed", assert(libsw.keyed { qps = 1e6, capacity = 4096 }),
+    function(i) return addrs[i % 1000 + 1] end)

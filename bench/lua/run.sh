@@ -9,6 +9,17 @@
 #    2K requests on one keep-alive connection to one location; the
 #    instructions per request are (Ir(2K) - Ir(K)) / K, which cancels
 #    startup, init_by_lua, JIT warm-up and shutdown. K defaults to 2000.
+#    First from one client address; then (CLIENTS, default "cycle new")
+#    from many: every request carries X-Real-IP, which the realip module
+#    (set_real_ip_from 127.0.0.1) makes the request's client address, so
+#    that $binary_remote_addr differs from request to request:
+#      cycle  CYCLE (default 1000) addresses in turn: from the CYCLE-th
+#             request on, every one is a client seen before (the extra K
+#             requests of the 2K run all are): the cost of an existing key;
+#      new    a new address every request: the cost of a new key.
+#    Those runs measure MANY_LOCATIONS (default: none limit_req lua_empty
+#    libsw_key); realip's own cost is the same in each and cancels out.
+#    KEEP_CALLGRIND=dir keeps every run's callgrind profile there.
 # 2. wrk: the same nginx without valgrind, wrk -t1 -c8 -d3s per location
 #    (smoke numbers: this machine is shared and noisy).
 #
@@ -21,12 +32,14 @@
 #   raw_entry        one FFI call of sw_limiter_entry from a Lua function: the
 #                    floor of a libsw limiter in Lua
 #   libsw            resty.libsw limit("bench"): one limiter, exit = false
-#   libsw_key        limit("bench_key"), key_var = "binary_remote_addr"
+#   libsw_key        limit("bench_key"), key_var = "binary_remote_addr": a
+#                    keyed table (capacity 100000), the per-IP limit
 #   libsw_key_chunk  limit("bench_key", ngx.var.binary_remote_addr) (the
 #                    variable read in the handler's chunk: interpreted)
 #   lua_empty_log    access_by_lua_block { } + log_by_lua_block { }
 #   libsw_exit       limit("bench_exit") + log() in log_by_lua (RT, success)
-# libsw never blocks here (qps = 1e12). Instructions are counted only inside
+# libsw never blocks here (qps = 1e12; 1000 per key over 10 minutes for
+# the keyed table, whose counts per key and interval are 20 bits). Instructions are counted only inside
 # the phases a limiter touches (callgrind --toggle-collect on
 # ngx_http_core_generic_phase: preaccess, where limit_req runs;
 # ngx_http_core_access_phase: access_by_lua; ngx_http_free_request: the log
@@ -55,11 +68,14 @@ modules=/usr/lib/nginx/modules
 resty_dir=$(dirname "$(dirname "$(ls /usr/share/lua/5.1/resty/core.lua /usr/local/share/lua/5.1/resty/core.lua 2>/dev/null | head -1)")")
 
 prefix=$(mktemp -d /tmp/libsw-bench-XXXXXX)
-tag="$$"
+tag="${BENCH_TAG:-$$}" # BENCH_TAG: a fixed segment name (the same strings in every run)
 port=$((20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 40000))
 mkdir -p "$prefix/html" "$prefix/logs"
 LOCATIONS=${LOCATIONS:-"none limit_req lua_empty lua_call raw_entry libsw libsw_key libsw_key_chunk lua_empty_log libsw_exit"}
-for l in $LOCATIONS; do printf 'ok\n' >"$prefix/html/$l"; done
+MANY_LOCATIONS=${MANY_LOCATIONS:-"none limit_req lua_empty libsw_key"}
+CLIENTS=${CLIENTS:-"cycle new"}
+CYCLE=${CYCLE:-1000}
+for l in $LOCATIONS $MANY_LOCATIONS; do printf 'ok\n' >"$prefix/html/$l"; done
 
 cleanup() {
   if [ -f "$prefix/logs/nginx.pid" ]; then
@@ -89,13 +105,17 @@ http {
   scgi_temp_path $prefix/scgi;
   keepalive_requests 1000000;
   lua_package_path "$top/bindings/lua/?.lua;$resty_dir/?.lua;;";
-  limit_req_zone \$binary_remote_addr zone=bench:1m rate=1000000r/s;
+  limit_req_zone \$binary_remote_addr zone=bench:10m rate=1000000r/s;  # 10m: 20000 clients, none evicted
   init_by_lua_block {
     assert(require("libsw").load("$SW_LIB"))
     local limits = require "resty.libsw"
     assert(limits.define("bench", { qps = 1e12, exit = false, reset = true,
                                     segment = "libsw_bench_$tag" }))
-    assert(limits.define("bench_key", { qps = 1e12, capacity = 64, exit = false, reset = true,
+    -- a 10-minute interval (2 windows of 5 minutes): callgrind slows nginx
+    -- some 50 times, and a key's first entry in a window takes libsw's
+    -- longer path; this keeps the runs in one window (that path: see docs)
+    assert(limits.define("bench_key", { qps = 1000, interval = 600, capacity = 100000,
+                                        exit = false, reset = true,
                                         key_var = "binary_remote_addr",
                                         segment = "libsw_bench_key_$tag" }))
     assert(limits.define("bench_exit", { qps = 1e12, reset = true,
@@ -112,6 +132,8 @@ http {
   server {
     listen 127.0.0.1:$port;
     root $prefix/html;
+    set_real_ip_from 127.0.0.1;   # X-Real-IP: the client address (runs with many clients)
+    real_ip_header X-Real-IP;
     location = /none { }
     location = /limit_req { limit_req zone=bench burst=100000000 nodelay; }
     location = /lua_empty { access_by_lua_block { } }
@@ -172,19 +194,25 @@ stop_nginx() {
   rm -f "$prefix/logs/nginx.pid"
 }
 
-# n requests to a location on one keep-alive connection; prints the count of 200s
+# n requests to a location on one keep-alive connection; prints the count
+# of 200s. Clients: one (no header), cycle or new (X-Real-IP, see above).
 send() {
   cfg="$prefix/curl.cfg"
-  : >"$cfg"
-  i=0
-  while [ "$i" -lt "$2" ]; do
-    printf 'url = "http://127.0.0.1:%s/%s"\noutput = "/dev/null"\n' "$port" "$1" >>"$cfg"
-    i=$((i + 1))
-  done
-  curl -s -K "$cfg" -w '%{http_code}\n' | grep -c '^200$' || true
+  awk -v port="$port" -v loc="$1" -v n="$2" -v clients="${3:-one}" -v cycle="$CYCLE" 'BEGIN {
+    for (i = 0; i < n; i++) {
+      if (i > 0) print "next"
+      printf "url = \"http://127.0.0.1:%s/%s\"\noutput = \"/dev/null\"\n", port, loc
+      print "write-out = \"%{http_code}\\n\""
+      if (clients == "one") continue
+      j = clients == "cycle" ? i % cycle + 1 : i + 1
+      printf "header = \"X-Real-IP: 10.%d.%d.%d\"\n", int(j / 65536), int(j / 256) % 256, j % 256
+    }
+  }' >"$cfg"
+  curl -s -K "$cfg" | grep -c '^200$' || true
 }
 
 # total instructions of one nginx run serving n requests to a location
+# (from clients $3)
 ir_run() {
   out="$prefix/callgrind.out"
   rm -f "$out"
@@ -194,12 +222,14 @@ ir_run() {
     nginx -p "$prefix" -c "$prefix/nginx.conf" >"$prefix/logs/stdout" 2>&1 &
   vg=$!
   wait_listening
-  ok=$(send "$1" "$2")
+  ok=$(send "$1" "$2" "${3:-one}")
   if [ "$ok" -ne "$2" ]; then
     echo "bench/lua/run.sh: $1: only $ok of $2 requests got 200" >&2
     exit 1
   fi
   stop_nginx "$vg"
+  # KEEP_CALLGRIND=dir keeps each run's profile for callgrind_annotate
+  if [ -n "${KEEP_CALLGRIND:-}" ]; then cp "$out" "$KEEP_CALLGRIND/callgrind.$1.${3:-one}.$2"; fi
   awk '/^(summary|totals):/ { print $2; exit }' "$out"
 }
 
@@ -231,6 +261,20 @@ echo "libsw_key       - lua_empty     = $(over "$ir_libsw_key" "$ir_lua_empty") 
 echo "libsw_key_chunk - lua_empty     = $(over "$ir_libsw_key_chunk" "$ir_lua_empty")   (per key, ngx.var in the chunk)"
 echo "libsw_exit      - lua_empty_log = $(over "$ir_libsw_exit" "$ir_lua_empty_log")   (with log(): RT, success)"
 echo "libsw           - raw_entry     = $(over "$ir_libsw" "$ir_raw_entry")   (resty.libsw's own Lua)"
+
+# Many clients: limit_req and the keyed table per address, side by side.
+for c in $CLIENTS; do
+  for l in $MANY_LOCATIONS; do
+    a=$(ir_run "$l" "$K" "$c")
+    b=$(ir_run "$l" "$K2" "$c")
+    per=$(awk -v a="$a" -v b="$b" -v k="$K" 'BEGIN { printf "%.0f", (b - a) / k }')
+    eval "ir_${c}_$l=$per"
+    echo "clients=$c location=$l instructions_per_request=$per"
+  done
+  for l in none limit_req lua_empty libsw_key; do eval ": \${ir_${c}_$l:=}"; done
+  eval "n=\$ir_${c}_none r=\$ir_${c}_limit_req e=\$ir_${c}_lua_empty k=\$ir_${c}_libsw_key"
+  echo "# clients=$c: limit_req - none = $(over "$r" "$n"); libsw_key - lua_empty = $(over "$k" "$e")   (per-IP limit, keyed table)"
+done
 
 echo "# wrk -t1 -c8 -d3s (requests/s; smoke numbers)"
 nginx -p "$prefix" -c "$prefix/nginx.conf" >"$prefix/logs/stdout" 2>&1 &

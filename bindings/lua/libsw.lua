@@ -19,6 +19,10 @@
 -- code (docs/openresty.md, "Errors"). Only errors raised by the caller's
 -- own functions (clock, key_name) propagate.
 --
+-- Keyed tables (libsw.keyed: one rule, any number of keys, a few dozen
+-- bytes per key) live in libsw/keyed.lua, built on this file's checks when
+-- the library is loaded; install both files.
+--
 -- Works in plain LuaJIT and in OpenResty (resty.libsw builds on it).
 
 local ffi = require "ffi"
@@ -63,7 +67,8 @@ typedef enum sw_option {
   SW_OPT_SEGMENT_UID = 17, SW_OPT_SEGMENT_GID = 18, SW_OPT_CLUSTER = 19,
   SW_OPT_CLUSTER_LEASE = 20, SW_OPT_CLUSTER_FAILURE = 21, SW_OPT_CLUSTER_NODES = 22,
   SW_OPT_CLUSTER_TIMEOUT_MS = 23, SW_OPT_CLUSTER_RETRY_MS = 24,
-  SW_OPT_CLUSTER_LOW_WATER_PCT = 25, SW_OPT_DRY_RUN = 26
+  SW_OPT_CLUSTER_LOW_WATER_PCT = 25, SW_OPT_DRY_RUN = 26, SW_OPT_SEGMENT_MAX_MB = 27,
+  SW_OPT_KEY_BYTES = 28, SW_OPT_KEYED_ON_FULL = 29
 } sw_option;
 int sw_options_create(sw_options **out);
 void sw_options_free(sw_options *opts);
@@ -151,6 +156,45 @@ int sw_segment_unlink(const char *name);
 sw_registry *sw_segment_registry(sw_segment *seg);
 const char *sw_segment_name(const sw_segment *seg);
 int64_t sw_segment_size(const sw_segment *seg);
+
+typedef struct sw_keyed sw_keyed;
+int sw_keyed_create(sw_keyed **out, uint32_t capacity, const sw_options *opts);
+int sw_keyed_open(sw_keyed **out, const char *name, uint32_t capacity,
+                  const sw_options *opts, uint32_t flags);
+void sw_keyed_free(sw_keyed *k);
+int sw_keyed_created(const sw_keyed *k);
+int sw_keyed_entry(sw_keyed *k, const void *key, size_t len, int64_t n, uint32_t flags,
+                   sw_decision *d);
+int sw_keyed_entry_at(sw_keyed *k, int64_t t, const void *key, size_t len, int64_t n,
+                      uint32_t flags, sw_decision *d);
+int sw_keyed_exit(sw_keyed *k, const void *key, size_t len, int64_t rt_ms, int64_t n,
+                  uint32_t flags);
+int sw_keyed_exit_at(sw_keyed *k, int64_t t, const void *key, size_t len, int64_t rt_ms,
+                     int64_t n, uint32_t flags);
+int sw_keyed_set_rule(sw_keyed *k, const sw_options *rule);
+int sw_keyed_get_rule(const sw_keyed *k, sw_options *opts);
+int sw_keyed_set_dry_run(sw_keyed *k, int on);
+typedef struct sw_keyed_info {
+  uint32_t capacity; uint32_t slots; uint32_t key_bytes; uint32_t windows;
+  int64_t interval_ms; int64_t bytes; int64_t bytes_per_key;
+  int64_t keys; int64_t inserted; int64_t reclaimed; int64_t evicted; int64_t refused;
+  int64_t pass, block, would_block;
+  int64_t success, exception, rt;
+  int64_t reserved[4];
+} sw_keyed_info;
+int sw_keyed_stats(const sw_keyed *k, sw_keyed_info *out);
+typedef struct sw_keyed_key {
+  uint8_t key[128];
+  uint32_t len; uint32_t reserved32;
+  int64_t pass; int64_t block; int64_t in_flight; int64_t last_ms;
+  int64_t reserved[2];
+} sw_keyed_key;
+int sw_keyed_lookup_at(const sw_keyed *k, int64_t t, const void *key, size_t len,
+                       sw_keyed_key *out);
+int sw_keyed_scan_at(const sw_keyed *k, int64_t t, uint64_t *cursor, sw_keyed_key *out,
+                     uint32_t cap);
+int sw_keyed_top_at(const sw_keyed *k, int64_t t, uint32_t by, sw_keyed_key *out,
+                    uint32_t n, int64_t *active);
 ]]
 
 -- From libc, to turn a user or group name into the ids a segment is given.
@@ -807,16 +851,23 @@ local function build(C, path)
   end
   api.decide = decide
 
+  -- The exit flags of finish's rt_ms (whole ms) and failed, or nil,
+  -- message, code.
+  local function finish_flags(rt_ms, failed)
+    if type(rt_ms) ~= "number" or not (rt_ms >= 0 and rt_ms <= RT_MAX_MS) or rt_ms ~= floor(rt_ms) then
+      return whole(rt_ms, "rt_ms", 0, RT_MAX_MS)
+    end
+    if failed then
+      if failed ~= true then return bad_flag(failed, "failed") end
+      return 1
+    end
+    return 0
+  end
+
   local function finish(l, t, rt_ms, failed)
     if not ffi_istype(limiter_ptr, l) then return bad_lean(bad_handle(l)) end
-    if type(rt_ms) ~= "number" or not (rt_ms >= 0 and rt_ms <= RT_MAX_MS) or rt_ms ~= floor(rt_ms) then
-      return bad_lean(whole(rt_ms, "rt_ms", 0, RT_MAX_MS))
-    end
-    local flags = 0
-    if failed then
-      if failed ~= true then return bad_lean(bad_flag(failed, "failed")) end
-      flags = 1
-    end
+    local flags, err, code = finish_flags(rt_ms, failed)
+    if flags == nil then return code, err end
     local rc
     if t then
       if type(t) ~= "number" or not (t >= 0 and t < T_MAX) then return bad_lean(bad_time(t, "t")) end
@@ -938,9 +989,10 @@ local function build(C, path)
   end
   Limiter.entry = entry
 
-  -- The end of an admitted entry on handle l: rt in seconds (rounded to
-  -- ms; below 0 counts as 0), failed counts an exception.
-  local function exit_on(self, l, rt, failed, n)
+  -- The arguments of an exit as C takes them: rt in seconds -> rt_ms
+  -- (rounded to ms; below 0 counts as 0), n (default 1), failed -> flags
+  -- (an exception); or nil, message, code.
+  local function exit_args(rt, failed, n)
     local rt_ms = 0
     if rt ~= nil then
       if type(rt) ~= "number" or not (rt <= 2147483.647) then return bad_rt(rt) end
@@ -957,6 +1009,14 @@ local function build(C, path)
       if failed ~= true then return bad_flag(failed, "failed") end
       flags = 1
     end
+    return rt_ms, n, flags
+  end
+
+  -- The end of an admitted entry on handle l (exit_args).
+  local function exit_on(self, l, rt, failed, n)
+    local rt_ms, flags
+    rt_ms, n, flags = exit_args(rt, failed, n)
+    if rt_ms == nil then return nil, n, flags end
     local clock = self._clock
     local rc
     if clock then
@@ -1183,6 +1243,43 @@ local function build(C, path)
     return tonumber(C.sw_segment_size(self._seg))
   end
 
+  -- The options of libsw.limiter and libsw.keyed about time and segments:
+  -- clock, reset, create, segment (a name without NUL), and the owner of a
+  -- new segment into g (user / group, names or ids, become segment_uid /
+  -- segment_gid; without a segment, no owner and no mode). true, or nil,
+  -- message, code.
+  local function shared_options(o, g)
+    if o.clock ~= nil and type(o.clock) ~= "function" then
+      return fail(M.EINVAL, "clock must be a function returning milliseconds, not " .. show(o.clock))
+    end
+    for _, k in ipairs { "reset", "create" } do
+      local ok, err, code = boolean(o[k], k)
+      if not ok then return nil, err, code end
+    end
+    local segment = o.segment
+    if segment == nil then
+      g.segment_mode, g.segment_uid, g.segment_gid = nil, nil, nil
+      return true
+    end
+    local ok, err, code = c_string(segment, "segment")
+    if not ok then return nil, err, code end
+    if o.user ~= nil or o.group ~= nil then
+      local u, gg, c2 = api.user_ids(o.user, o.group)
+      if not u then return nil, gg, c2 end
+      if o.user ~= nil then g.segment_uid = u end
+      if gg ~= -1 then g.segment_gid = gg end
+    end
+    return true
+  end
+
+  -- SW_SEGMENT_* flags of the options create (default true) and reset.
+  local function segment_flags(o)
+    local flags = 0
+    if o.create ~= false then flags = flags + M.SEGMENT_CREATE end
+    if o.reset then flags = flags + M.SEGMENT_RESET end
+    return flags
+  end
+
   -- libsw.limiter{ qps = N | concurrency = N, behavior = ..., max_queue = s,
   --   warm_up = s, cold_factor = k, strict = bool, prioritized = bool,
   --   interval = s, windows = n, minute_interval = s, minute_windows = n,
@@ -1200,37 +1297,17 @@ local function build(C, path)
     local g
     g, err, code = geometry_of(o)
     if not g then return nil, err, code end
-    if o.clock ~= nil and type(o.clock) ~= "function" then
-      return fail(M.EINVAL, "clock must be a function returning milliseconds, not " .. show(o.clock))
-    end
     if o.key_name ~= nil and type(o.key_name) ~= "function" then
       return fail(M.EINVAL, "key_name must be a function(key) returning a name, not "
         .. show(o.key_name))
     end
-    for _, k in ipairs { "reset", "create" } do
-      local ok
-      ok, err, code = boolean(o[k], k)
-      if not ok then return nil, err, code end
-    end
+    local ok
+    ok, err, code = shared_options(o, g)
+    if not ok then return nil, err, code end
     local segment, capacity = o.segment, o.capacity
-    if segment ~= nil then
-      local ok
-      ok, err, code = c_string(segment, "segment")
-      if not ok then return nil, err, code end
-    end
     if capacity ~= nil then
       capacity, err, code = whole(capacity, "capacity", 1, 0xffffffff)
       if not capacity then return nil, err, code end
-    end
-    if segment then
-      if o.user ~= nil or o.group ~= nil then
-        local u, gg, c2 = api.user_ids(o.user, o.group)
-        if not u then return nil, gg, c2 end
-        if o.user ~= nil then g.segment_uid = u end
-        if gg ~= -1 then g.segment_gid = gg end
-      end
-    else -- only a segment has an owner and a mode
-      g.segment_mode, g.segment_uid, g.segment_gid = nil, nil, nil
     end
     local opts
     opts, err, code = make_options(r, g)
@@ -1244,11 +1321,8 @@ local function build(C, path)
       _clock = o.clock, _key_name = o.key_name, capacity = capacity or 1,
     }, Limiter)
     if segment then
-      local flags = 0
-      if o.create ~= false then flags = flags + 1 end
-      if o.reset then flags = flags + 2 end
       local ps = ffi_new("sw_segment *[1]")
-      rc = C.sw_segment_open(ps, segment, capacity or 1024, opts, flags)
+      rc = C.sw_segment_open(ps, segment, capacity or 1024, opts, segment_flags(o))
       if rc ~= 0 then return nil, errmsg(rc), rc end
       self._seg = ffi_gc(ps[0], C.sw_segment_close)
       self._reg = C.sw_segment_registry(self._seg)
@@ -1275,6 +1349,18 @@ local function build(C, path)
   end
 
   api.Limiter = Limiter
+
+  -- keyed tables (libsw/keyed.lua): built on the same checks and options
+  require("libsw.keyed")(api, C, {
+    M = M, fail = fail, whole = whole, show = show, boolean = boolean, c_string = c_string,
+    errmsg = errmsg, option_number = option_number, rule_of = rule_of,
+    geometry_of = geometry_of, make_options = make_options, rule_values = rule_values,
+    shared_options = shared_options, segment_flags = segment_flags,
+    bad_n = bad_n, bad_time = bad_time, exit_args = exit_args, finish_flags = finish_flags,
+    now_of = now_of,
+    bad_lean = bad_lean, BEHAVIOR_NAMES = BEHAVIOR_NAMES,
+    N_MAX = N_MAX, T_MAX = T_MAX,
+  })
   return api
 end
 
@@ -1317,7 +1403,7 @@ local function lazy(name)
     return M[name](...)
   end
 end
-for _, name in ipairs { "limiter", "version", "version_hex", "now_ms", "strerror",
+for _, name in ipairs { "limiter", "keyed", "version", "version_hex", "now_ms", "strerror",
                         "err_name", "last_error", "unlink_segment", "user_ids",
                         "clock_use", "geteuid", "getpid" } do
   M[name] = lazy(name)

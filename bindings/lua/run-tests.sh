@@ -2,10 +2,12 @@
 # Tests of the Lua binding and the OpenResty helper:
 #   1. busted specs in plain LuaJIT (bindings/lua/spec): module API, exact
 #      pass/block sequences on an injected clock, errors, per-key registry,
-#      a segment shared by two LuaJIT processes, resty.libsw with a stand-in
-#      ngx, and a check that the hot path is JIT-compiled;
+#      keyed tables (libsw/keyed.lua), segments shared by two LuaJIT
+#      processes, resty.libsw with a stand-in ngx, and a check that the hot
+#      paths are JIT-compiled;
 #   2. nginx (bindings/lua/t/nginx.lua): Debian's nginx + lua-nginx-module,
-#      2 workers, an exact burst, Retry-After, reloads (state kept / reset).
+#      2 workers, an exact burst, Retry-After, reloads (state kept / reset),
+#      3000 clients keyed on a request header.
 #
 # Usage: SW_LIB=/path/to/libsw.so sh bindings/lua/run-tests.sh
 # Without SW_LIB it uses _build/plain/libsw/.libs/libsw.so or

@@ -13,6 +13,12 @@
 -- every worker updates the same limiters, exactly, with no lock on the hot
 -- path. See docs/openresty.md.
 --
+-- A limit with keys (capacity > 1 or key_var) is one keyed table
+-- (libsw.keyed: a few dozen bytes per key, idle keys reclaimed, the least
+-- recently active evicted when every place is active); warm-up and cluster
+-- rules, which a keyed table refuses, keep a registry of whole limiters
+-- (libsw.limiter with capacity), as does a limit without keys.
+--
 -- Errors are returned as nil, message, code (libsw's convention): define()
 -- and the inspection functions return them; limit() logs them too, and lets
 -- the request through.
@@ -28,8 +34,9 @@ local byte, find, format, concat = string.byte, string.find, string.format, tabl
 
 local _M = { _VERSION = "0.1.0" }
 
--- libsw's lean entry / exit, set by define() once the library is loaded
-local decide, finish
+-- libsw's lean entry / exit (of limiters and of keyed tables), set by
+-- define() once the library is loaded
+local decide, finish, keyed_decide, keyed_finish
 
 local limits = {}   -- name -> Limit, in this Lua VM (the master's, copied into workers)
 local DEFAULT_SEGMENT_PREFIX = "libsw_"
@@ -85,6 +92,9 @@ _M.key_name = key_name
 local NOKEY = setmetatable({}, { __tostring = function() return "(no key)" end })
 local OVERFLOW = setmetatable({}, { __tostring = function() return "(overflow)" end })
 local OVERFLOW_NAME = "~overflow" -- not hex: cannot be an encoded key
+-- A keyed table takes any bytes as a key: keyless requests (no key, an
+-- empty one, an unset key_var) share this one.
+local NOKEY_KEYED = "\0"
 
 -- ------------------------------------------------------------------ limits
 
@@ -100,7 +110,9 @@ local function phase()
   return "init"
 end
 
-local ON_FULL = { open = true, closed = true, overflow = true }
+-- on_full policies: of a keyed table, and of a registry
+local ON_FULL_KEYED = { evict = true, open = true, closed = true, overflow = true }
+local ON_FULL_REGISTRY = { open = true, closed = true, overflow = true }
 
 -- nil, "SW_EINVAL: ...", libsw.EINVAL
 local function invalid(msg)
@@ -115,12 +127,12 @@ local HELPER_OPTIONS = {
   create = true, clock = true, key_name = true, key_var = true,
 }
 
+-- Open (or create) the limit's segment: a keyed table, or a registry.
 local function open(self, create, reset)
   local o = {}
   for k, v in pairs(self.opts) do
     if not HELPER_OPTIONS[k] then o[k] = v end
   end
-  o.stripes = o.stripes or 1 -- per-key limiters: 4x smaller, see docs
   o.segment = self.segment
   o.capacity = self.capacity
   o.create = create
@@ -128,6 +140,11 @@ local function open(self, create, reset)
   o.mode, o.uid, o.gid, o.user, o.group =
     self.opts.mode, self.opts.uid, self.opts.gid, self.opts.user, self.opts.group
   o.clock = self.opts.clock
+  if self.keyed then
+    o.on_full = self.on_full
+    return libsw.keyed(o)
+  end
+  o.stripes = o.stripes or 1 -- per-key limiters: 4x smaller, see docs
   local limit_name = self.name
   local nokey_name = "~=" .. limit_name
   o.key_name = function(key)
@@ -139,20 +156,51 @@ local function open(self, create, reset)
   return libsw.limiter(o)
 end
 
+-- Whether a limit with these options is a keyed table: it has keys
+-- (capacity > 1, or key_var) and a rule a keyed table keeps per key (no
+-- warm-up, no cluster).
+local function uses_keyed_table(opts)
+  local capacity = opts.capacity
+  if (capacity == nil or capacity == 1) and opts.key_var == nil then return false end
+  local b = opts.behavior
+  if type(b) == "string" then b = libsw.BEHAVIORS[b] end
+  if b == 1 or b == 3 then return false end
+  return not opts.cluster
+end
+
+-- The limit's object opened in this process: a keyed table (its handle for
+-- the hot path), or a registry (with a cache of its handles by key, no
+-- bigger than the registry).
+local function attach(self, lim)
+  self.lim = lim
+  if self.keyed then
+    self.k = lim.handle
+  else
+    self.handles = {}
+  end
+  self.pid = libsw.getpid()
+end
+
 -- define(name, options): create (or attach to) the limit's segment. Call it
 -- in init_by_lua (the master: workers inherit the mapping). Options: those
 -- of libsw.limiter (qps / concurrency, behavior, max_queue, warm_up,
 -- cold_factor, strict, interval, windows, stripes, ...) and
 --   segment      shared memory name (default "libsw_<name>") or a file path
---   capacity     distinct keys (default 1: a limit without keys)
+--   capacity     keys at once (default 1: a limit without keys)
 --   status       status of a blocked request (default 429)
 --   retry_after  send Retry-After on a block (default true)
---   on_full      "open" (default), "closed" or "overflow": a new key when
---                every place is taken
+--   on_full      a new key when every place is taken: "evict" (the default
+--                of a keyed table: the least recently active key gives its
+--                place), "open" (passes unlimited; the default of a
+--                registry), "closed" (full_status), "overflow" (a registry:
+--                new keys share one limiter; a keyed table evicts)
+--   key_bytes    keyed table: key bytes kept per key, 16..128 (default 16);
+--                longer keys are kept as a 128-bit digest
 --   full_status  status for on_full = "closed" (default: status)
 --   reset        false (default): keep the state across restarts and reloads;
 --                true: start empty at every (re)load; "mismatch": start empty
---                only when the segment has another geometry or libsw version
+--                only when the segment has another geometry, kind (keyed
+--                table or registry) or libsw version
 --   key_var      an nginx variable giving the key when limit() gets none
 --                ("binary_remote_addr"; read in the compiled hot path)
 --   exit         record the end of each request in log() (default true;
@@ -177,9 +225,19 @@ function _M.define(name, opts)
   if not ok then return nil, err, code end
   ok, err = cluster.check(opts)
   if not ok then return nil, "libsw: limit " .. name .. ": " .. err, libsw.EINVAL end
-  local on_full = opts.on_full or "open"
-  if not ON_FULL[on_full] then
-    return invalid("on_full must be open, closed or overflow, not " .. libsw._show(on_full))
+  local keyed = uses_keyed_table(opts)
+  local on_full = opts.on_full or (keyed and "evict" or "open")
+  if not (keyed and ON_FULL_KEYED or ON_FULL_REGISTRY)[on_full] then
+    if on_full == "evict" then
+      return invalid("on_full = \"evict\" needs a keyed table; limit " .. name .. " keeps a "
+        .. "registry (warm-up and cluster rules, limits without keys): use open, closed or overflow")
+    end
+    return invalid("on_full must be evict, open, closed or overflow, not " .. libsw._show(on_full))
+  end
+  if keyed and on_full == "overflow" then
+    log(ngx and ngx.NOTICE, "libsw: limit ", name, ": on_full = \"overflow\" is \"evict\" for a ",
+        "keyed table (every new key gets its own limit)")
+    on_full = "evict"
   end
   local reset = opts.reset or false
   if reset ~= false and reset ~= true and reset ~= "mismatch" then
@@ -212,6 +270,8 @@ function _M.define(name, opts)
     status = opts.status or 429,
     full_status = opts.full_status or opts.status or 429,
     on_full = on_full,
+    keyed = keyed,
+    k = false, -- the keyed table's handle
     retry_after = opts.retry_after ~= false,
     exit = opts.exit ~= false,
     key_var = opts.key_var or false, -- fields set (false, not nil): no
@@ -228,15 +288,15 @@ function _M.define(name, opts)
   end
   local lim, code
   lim, err, code = open(self, opts.create ~= false, reset == true)
-  if not lim and reset == "mismatch" and (code == libsw.EGEOMETRY or code == libsw.EVERSION) then
+  if not lim and reset == "mismatch"
+      and (code == libsw.EGEOMETRY or code == libsw.EVERSION or code == libsw.ETYPE) then
     log(ngx and ngx.WARN, "libsw: limit ", name, ": ", err, "; starting it anew (reset = mismatch)")
     lim, err, code = open(self, true, true)
   end
   if not lim then return nil, "libsw: limit " .. name .. ": " .. err, code end
   decide, finish = libsw.decide, libsw.finish
-  self.lim = lim
-  self.handles = {} -- key -> sw_limiter handle, in this process
-  self.pid = libsw.getpid()
+  keyed_decide, keyed_finish = libsw.keyed_decide, libsw.keyed_finish
+  attach(self, lim)
   if on_full == "overflow" then
     -- created now, so that it exists when the registry is full
     local okk, e, c = lim:ensure(OVERFLOW)
@@ -267,8 +327,7 @@ function _M.init_worker()
       if not lim then
         log(ngx.ERR, "libsw: limit ", name, ": cannot reopen in this worker: ", e)
       else
-        self.lim, self.handles = lim, {}
-        self.pid = libsw.getpid()
+        attach(self, lim)
       end
     end
     if self.opts.cluster and not self.refill_state then
@@ -338,27 +397,61 @@ local function record(self, l)
   end
 end
 
-local function full(self, key, err)
+-- A new key found no place (a full registry, a keyed table full of active
+-- keys): warn at most every 10 s per worker and limit.
+local function warn_full(self, err)
   local now = ngx.now()
   if now - self.full_logged >= 10 then
     self.full_logged = now
     log(ngx.WARN, "libsw: limit ", self.name, ": ", err, " (on_full = ", self.on_full,
         "; further messages suppressed for 10 s)")
   end
-  if self.on_full == "closed" then
-    return ngx.exit(self.full_status)
-  end
-  return nil
 end
 
 local function failure(self, key, err, code)
   if code == libsw.EFULL then
     if self.on_full == "overflow" then return "overflow" end
-    full(self, key, err)
+    warn_full(self, err)
+    if self.on_full == "closed" then return ngx.exit(self.full_status) end
     return false
   end
   log(ngx.ERR, "libsw: limit ", self.name, ": ", err, " (request let through)")
   return false
+end
+
+-- A blocked request: Retry-After (whole seconds, at least 1; none when it
+-- can never pass) and the status.
+local function blocked(self, retry_ms, status)
+  if self.retry_after and retry_ms >= 0 then
+    local s = ceil(retry_ms / 1000)
+    if s < 1 then s = 1 end
+    ngx.header["Retry-After"] = s
+  end
+  return ngx.exit(status)
+end
+
+-- What limit() does with a decision (v: 0 pass, 1 block, 2 wait, or a
+-- negative code whose message is in wait_ms; full: a keyed table's new key
+-- found no place): exits are recorded for entry (a handle, or the key of
+-- a keyed table).
+local FULL_MSG = "keyed table full: a new key found its places taken by active keys"
+local function act(self, key, entry, v, wait_ms, retry_ms, would_block, full)
+  if full then -- on_full = "open" (passed uncounted) or "closed" (blocked)
+    warn_full(self, FULL_MSG)
+    if v == 0 then return false end
+    return blocked(self, retry_ms, self.full_status)
+  end
+  if v == 0 then
+    if self.exit then record(self, entry) end
+    return true, would_block
+  end
+  if v == 1 then return blocked(self, retry_ms, self.status) end
+  if v == 2 then
+    if self.exit then record(self, entry) end
+    ngx.sleep(wait_ms / 1000)
+    return true
+  end
+  return failure(self, key, wait_ms, v)
 end
 
 -- Decide one request of the limit for key (any string; nil: the define()
@@ -396,28 +489,33 @@ local function access(self, key)
   local active = self.active
   if active then active[key] = l end
   local clock = self.clock
-  local v, wait_ms, retry_ms, would_block = decide(l, clock and clock() or nil, 1, 0)
-  if v == 0 then
-    if self.exit then record(self, l) end
-    return true, would_block
-  end
-  if v == 1 then
-    if self.retry_after and retry_ms >= 0 then
-      local s = ceil(retry_ms / 1000)
-      if s < 1 then s = 1 end
-      ngx.header["Retry-After"] = s
-    end
-    return ngx.exit(self.status)
-  end
-  if v == 2 then
-    if self.exit then record(self, l) end
-    ngx.sleep(wait_ms / 1000)
-    return true
-  end
-  return failure(self, key, wait_ms, v) -- v < 0: wait_ms holds the message
+  return act(self, key, l, decide(l, clock and clock() or nil, 1, 0))
 end
+
+-- access() of a keyed table: the key itself is the table's key (any bytes;
+-- nothing cached per key in Lua), and what log() exits.
+local function access_keyed(self, key)
+  if key == nil then
+    local var = self.key_var
+    if var then key = ngx.var[var] end
+  end
+  if key == nil or key == "" then
+    key = NOKEY_KEYED
+  elseif type(key) ~= "string" then
+    if type(key) ~= "number" or key ~= key then
+      local _, err, code = key_name(key) -- its message
+      log(ngx.ERR, "libsw: limit ", self.name, ": ", err, " (request let through)")
+      return nil, err, code
+    end
+    key = tostring(key)
+  end
+  local clock = self.clock
+  return act(self, key, key, keyed_decide(self.k, clock and clock() or nil, key, 1))
+end
+
 function Limit:limit(key)
   if getmetatable(self) ~= Limit then return invalid("limit: call it as lim:limit(key)") end
+  if self.keyed then return access_keyed(self, key) end
   return access(self, key)
 end
 
@@ -428,12 +526,19 @@ function _M.limit(name, key)
     log(ngx.ERR, "libsw: no limit named ", tostring(name), " (define it in init_by_lua)")
     return nil, "SW_ENOTFOUND: no limit named " .. tostring(name), libsw.ENOTFOUND
   end
+  if self.keyed then return access_keyed(self, key) end
   return access(self, key)
 end
 
+-- The exit of one entry: l is the key of a keyed table, else the handle.
 local function exit_one(self, l, rt_ms, failed)
   local clock = self.clock
-  local rc, err = finish(l, clock and clock() or nil, rt_ms, failed)
+  local rc, err
+  if self.keyed then
+    rc, err = keyed_finish(self.k, clock and clock() or nil, l, rt_ms, failed)
+  else
+    rc, err = finish(l, clock and clock() or nil, rt_ms, failed)
+  end
   if rc ~= 0 then
     log(ngx.ERR, "libsw: limit ", self.name, ": exit: ", err)
   end
@@ -462,11 +567,26 @@ end
 
 -- ----------------------------------------------------------- inspection
 
--- Statistics of a key (nil: the limit without keys), see libsw's stats().
+-- Statistics of a key (nil: the limit without keys), see libsw's stats();
+-- of a keyed table: the table's (nil) or a key's (libsw.Keyed's lookup).
 function Limit:stats(key)
   if getmetatable(self) ~= Limit then return invalid("stats: call it as lim:stats(key)") end
+  if self.keyed then
+    if key == nil then return self.lim:stats() end
+    return self.lim:lookup(key)
+  end
   if key == nil then key = NOKEY end
   return self.lim:stats(key)
+end
+
+-- A keyed table's n keys with the most passes (by = "pass") or blocks
+-- ("block"), and the number of keys active in the interval.
+function Limit:top(n, by)
+  if getmetatable(self) ~= Limit then return invalid("top: call it as lim:top(n, by)") end
+  if not self.keyed then
+    return nil, "SW_ENOTSUP: limit " .. self.name .. " is not a keyed table", libsw.ENOTSUP
+  end
+  return self.lim:top(n, by)
 end
 
 function Limit:keys()

@@ -9,7 +9,7 @@ package.path = here .. "/?.lua;" .. package.path
 local support = require "spec.support"
 local libsw, limiter_at, T = support.libsw, support.limiter_at, support.T
 
-local EINVAL, ERANGE, ETIME = libsw.EINVAL, libsw.ERANGE, libsw.ETIME
+local EINVAL, ERANGE, ETIME, ESIZE = libsw.EINVAL, libsw.ERANGE, libsw.ETIME, libsw.ESIZE
 
 -- fn() must return nil, a message holding want, and code
 local function refuses(code, want, fn)
@@ -194,6 +194,105 @@ describe("bad arguments are returned as nil, message, code", function()
     end)
   end)
 
+  describe("keyed tables", function()
+    local function keyed(o)
+      o.capacity = o.capacity or 8
+      return libsw.keyed(o)
+    end
+    local options = {
+      { EINVAL, "libsw.keyed needs a table of options, not 5", 5 },
+      { EINVAL, "libsw.keyed needs capacity = N (the keys it holds at once)",
+        function() return libsw.keyed { qps = 1 } end },
+      { ERANGE, "capacity=0 is outside 1..268435456", { qps = 1, capacity = 0 } },
+      { ERANGE, "capacity=2.5 is not an integer", { qps = 1, capacity = 2.5 } },
+      { EINVAL, 'on_full must be evict, open or closed, not "overflow"', { qps = 1, on_full = "overflow" } },
+      { EINVAL, 'key_bytes must be a number, not "16"', { qps = 1, key_bytes = "16" } },
+      { ERANGE, "key_bytes=15 is outside 16..128", { qps = 1, key_bytes = 15 } },
+      { EINVAL, "behavior=warm_up: a keyed table has no warm-up per key", { qps = 1, behavior = "warm_up" } },
+      { EINVAL, "behavior=warm_up_pacing: a keyed table has no warm-up", { qps = 1, behavior = 3 } },
+      { EINVAL, "cluster: a keyed table limits each key on this host", { qps = 1, cluster = true } },
+      { ERANGE, "windows=100 is outside 1..64 for a keyed table", { qps = 1, interval = 100, windows = 100 } },
+      { ESIZE, "windows=3 does not divide interval=1 s", { qps = 1, windows = 3 } },
+      { ERANGE, "qps=2000000 over interval=1 s is 2000000 passes per key: a keyed table counts at most 1048575",
+        { qps = 2e6 } },
+      { ERANGE, "qps=20000 over interval=60 s is 1200000 passes per key", { qps = 2e4, interval = 60, windows = 1 } },
+      { ERANGE, "concurrency=10000000000000 is outside 0..1e+12 for a keyed table", { concurrency = 1e13 } },
+      { EINVAL, "give either qps or concurrency, not both", { qps = 1, concurrency = 1 } },
+      { EINVAL, 'segment "a\\0b" holds a NUL byte', { qps = 1, segment = "a\0b" } },
+      { EINVAL, "clock must be a function", { qps = 1, clock = 5 } },
+    }
+    for _, c in ipairs(options) do
+      it(c[2], function()
+        refuses(c[1], c[2], function()
+          if type(c[3]) == "function" then return c[3]() end
+          if type(c[3]) ~= "table" then return libsw.keyed(c[3]) end
+          return keyed(c[3])
+        end)
+      end)
+    end
+
+    local calls = {
+      { EINVAL, "key must be a string or a number, not a table", function(k) return k:entry({}) end },
+      { EINVAL, "key must be a string or a number, not nil", function(k) return k:entry() end },
+      { EINVAL, "key must be a string or a number, not nan", function(k) return k:entry(0 / 0) end },
+      { ERANGE, "key of 0 bytes is outside 1..65535", function(k) return k:entry("") end },
+      { ERANGE, "key of 65536 bytes is outside 1..65535", function(k) return k:entry(string.rep("x", 65536)) end },
+      { ERANGE, "n=1.5 is not an integer", function(k) return k:entry("a", 1.5) end },
+      { EINVAL, 'n must be a whole number, not "2"', function(k) return k:entry("a", "2") end },
+      { ERANGE, "rt=nan is not a number", function(k) return k:exit("a", 0 / 0) end },
+      { EINVAL, "failed must be true or false, not 1", function(k) return k:exit("a", 0.1, 1) end },
+      { EINVAL, "key must be a string or a number, not true", function(k) return k:exit(true) end },
+      { EINVAL, "key must be a string or a number, not a table", function(k) return k:lookup({}) end },
+      { ERANGE, "n=0 is outside 1..100000", function(k) return k:top(0) end },
+      { EINVAL, 'by must be "pass" or "block", not "rt"', function(k) return k:top(5, "rt") end },
+      { ERANGE, "cursor=-1 is outside", function(k) return k:scan(-1) end },
+      { ERANGE, "cap=1.5 is not an integer", function(k) return k:scan(0, 1.5) end },
+      { EINVAL, "set_rule needs a table of options, not 5", function(k) return k:set_rule(5) end },
+      { EINVAL, "behavior=warm_up: a keyed table has no warm-up", function(k) return k:set_rule { qps = 1, behavior = "warm_up" } end },
+      { ERANGE, "qps=2000000 over interval=1 s", function(k) return k:set_rule { qps = 2e6 } end },
+      { EINVAL, "a keyed table keeps the kind of state it was created with (windows): this rule needs pacing",
+        function(k) return k:set_rule { qps = 1, behavior = "pacing" } end },
+      { EINVAL, 'set_dry_run needs true or false, not "x"', function(k) return k:set_dry_run("x") end },
+      { EINVAL, "entry: call it as kt:entry(...)", function(k) return k.entry("a") end },
+      { EINVAL, "exit: call it as kt:exit(...)", function(k) return k.exit(5) end },
+      { EINVAL, "stats: call it as kt:stats(...)", function(k) return k.stats() end },
+      { EINVAL, "lookup: call it as kt:lookup(...)", function(k) return k.lookup("a") end },
+      { EINVAL, "top: call it as kt:top(...)", function(k) return k.top(5) end },
+    }
+    for _, c in ipairs(calls) do
+      it(c[2], function()
+        local kt = assert(libsw.keyed { qps = 10, capacity = 8, clock = function() return T end })
+        refuses(c[1], c[2], function() return c[3](kt) end)
+        assert.equal(0, kt:stats().total_pass) -- nothing was counted
+        assert.equal(10, kt:rule().qps)
+      end)
+    end
+
+    it("an injected clock that returns junk", function()
+      local kt = assert(libsw.keyed { qps = 10, capacity = 8, clock = function() return 0 / 0 end })
+      refuses(ETIME, "clock() returned nan", function() return kt:entry("a") end)
+      refuses(ETIME, "clock() returned nan", function() return kt:exit("a") end)
+      refuses(ETIME, "clock() returned nan", function() return kt:lookup("a") end)
+    end)
+
+    it("keyed_decide and keyed_finish return the code and the message", function()
+      local k = assert(libsw.keyed { qps = 10, capacity = 8 }).handle
+      local l = limiter_at { qps = 10 }:handle()
+      refuses_lean(EINVAL, "the table must be a sw_keyed * (kt.handle), not", function() return libsw.keyed_decide(l, nil, "a", 1) end)
+      refuses_lean(EINVAL, "the table must be a sw_keyed *", function() return libsw.keyed_finish("x", nil, "a", 1, false) end)
+      refuses_lean(EINVAL, "key must be a string or a number, not 5", function() return libsw.keyed_decide(k, nil, 5, 1) end)
+      refuses_lean(ERANGE, "key of 0 bytes is outside 1..65535", function() return libsw.keyed_decide(k, nil, "", 1) end)
+      refuses_lean(ERANGE, "n=nan is not a number", function() return libsw.keyed_decide(k, nil, "a", 0 / 0) end)
+      refuses_lean(ETIME, "t=-1: want milliseconds", function() return libsw.keyed_decide(k, -1, "a", 1) end)
+      refuses_lean(ERANGE, "rt_ms=2.5 is not an integer", function() return libsw.keyed_finish(k, nil, "a", 2.5, false) end)
+      refuses_lean(EINVAL, 'failed must be true or false, not "yes"', function() return libsw.keyed_finish(k, nil, "a", 1, "yes") end)
+      -- the library's own error comes with its message
+      local c = assert(libsw.keyed { concurrency = 1, capacity = 8 }).handle
+      refuses_lean(libsw.ESTATE, "SW_ESTATE: exit without an entry of this key in flight",
+        function() return libsw.keyed_finish(c, nil, "a", 1, false) end)
+    end)
+  end)
+
   describe("module functions", function()
     local l
     setup(function() l = limiter_at { qps = 10, cluster = { lease = 10 } }:handle() end)
@@ -285,8 +384,17 @@ describe("resty.libsw returns bad arguments as nil, message, code", function()
       function() return define("x", { qps = 1, exit = "no" }) end)
     refuses(EINVAL, "retry_after must be true or false, not 0",
       function() return define("x", { qps = 1, retry_after = 0 }) end)
-    refuses(EINVAL, 'on_full must be open, closed or overflow, not "maybe"',
+    refuses(EINVAL, 'on_full must be evict, open, closed or overflow, not "maybe"',
       function() return define("x", { qps = 1, on_full = "maybe" }) end)
+    refuses(EINVAL, 'on_full = "evict" needs a keyed table; limit x keeps a registry',
+      function() return define("x", { qps = 1, on_full = "evict" }) end)
+    refuses(EINVAL, 'on_full = "evict" needs a keyed table',
+      function() return define("x", { qps = 10, behavior = "warm_up", capacity = 8,
+                                      on_full = "evict" }) end)
+    refuses(ERANGE, "key_bytes=200 is outside 16..128",
+      function() return define("x", { qps = 1, capacity = 8, key_bytes = 200 }) end)
+    refuses(ERANGE, "capacity=268435457 is outside 1..268435456",
+      function() return define("x", { qps = 1, capacity = 2 ^ 28 + 1 }) end)
     refuses(EINVAL, 'key_var must be the name of an nginx variable',
       function() return define("x", { qps = 1, key_var = 5 }) end)
     refuses(ERANGE, "capacity=1.5 is not an integer",

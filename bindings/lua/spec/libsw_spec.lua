@@ -355,29 +355,47 @@ describe("errors are returned, not raised", function()
 end)
 
 describe("the JIT compiles the hot path", function()
-  -- Record trace aborts while entry/exit run hot: an abort in libsw.lua
-  -- (an NYI, a tail call into C, ...) would leave it to the interpreter.
+  -- Record trace aborts while entry/exit run hot: an abort in libsw.lua or
+  -- libsw/keyed.lua (an NYI, a tail call into C, ...) would leave it to the
+  -- interpreter. So would a stitch in them (LuaJIT 2.1 ends a trace before
+  -- a call it cannot compile, runs that call in the interpreter and starts
+  -- a new trace after it).
   local function traces_of(fn)
     local events = { stop = 0, aborts = {} }
-    local libsw_file = package.searchpath("libsw", package.path)
+    local files = { package.searchpath("libsw", package.path),
+                    package.searchpath("libsw.keyed", package.path) }
     jit.flush()
-    jit.attach(function(what, tr, func, pc, otr, oex)
+    local function handler(what, tr, func, pc, otr, oex)
       if what == "stop" then
         events.stop = events.stop + 1
+      elseif what == "start" and otr and oex == -1 then -- after a stitch: where it goes on
+        local info = require("jit.util").funcinfo(func, pc)
+        events.aborts[#events.aborts + 1] = ("%s:%s: a trace stitched around a call it "
+          .. "cannot compile"):format(tostring(info.source), tostring(info.currentline))
       elseif what == "abort" then
         local info = require("jit.util").funcinfo(func, pc)
         events.aborts[#events.aborts + 1] = ("%s:%s: %s"):format(
           tostring(info.source), tostring(info.currentline),
           type(otr) == "number" and require("jit.vmdef").traceerr[otr]:format(oex) or tostring(otr))
       end
-    end, "trace")
+    end
+    jit.attach(handler, "trace")
     fn()
-    jit.attach(function() end)
+    jit.attach(handler) -- detached
     local mine = {}
     for _, a in ipairs(events.aborts) do
-      if a:find(libsw_file, 1, true) then mine[#mine + 1] = a end
+      for _, f in ipairs(files) do
+        if a:find(f, 1, true) then mine[#mine + 1] = a end
+      end
     end
     return events.stop, mine
+  end
+
+  -- fn runs in traces, none aborted or stitched in libsw's files
+  local function compiles(fn)
+    local stops, aborts = traces_of(fn)
+    assert.is_true(stops > 0)
+    assert.same({}, aborts)
   end
 
   local function hot(lim, key)
@@ -400,17 +418,57 @@ describe("the JIT compiles the hot path", function()
       { assert(libsw.limiter { qps = 1e12, clock = function() t = t + 1 return t end }), nil },
     }
     for _, c in ipairs(cases) do
-      local stops, aborts = traces_of(function() assert.equal(5000, hot(c[1], c[2])) end)
-      assert.is_true(stops > 0)
-      assert.same({}, aborts)
+      compiles(function() assert.equal(5000, hot(c[1], c[2])) end)
     end
+  end)
+
+  it("keyed table entry / exit, many keys, libsw's clock and an injected one: no abort", function()
+    local keys = {}
+    for i = 1, 1000 do keys[i] = string.char(10, 0, math.floor(i / 256), i % 256) end
+    local t = T
+    for _, kt in ipairs { assert(libsw.keyed { qps = 1e6, capacity = 4096 }),
+                          assert(libsw.keyed { concurrency = 1e6, capacity = 4096,
+                                               clock = function() t = t + 1 return t end }) } do
+      local entry, exit = kt.entry, kt.exit
+      compiles(function()
+        local n = 0
+        for i = 1, 5000 do
+          local key = keys[i % 1000 + 1]
+          if entry(kt, key, 1) == "pass" then
+            n = n + 1
+            exit(kt, key, 0.001, false)
+          end
+        end
+        assert.equal(5000, n)
+      end)
+    end
+  end)
+
+  it("the lean keyed_decide / keyed_finish of resty.libsw, new keys and old: no abort", function()
+    local decide, finish = libsw.keyed_decide, libsw.keyed_finish
+    local k = assert(libsw.keyed { qps = 1e6, capacity = 8192, on_full = "open" }).handle
+    local keys = {}
+    for i = 1, 5000 do keys[i] = "client-" .. i end
+    local t = T
+    compiles(function()
+      local n = 0
+      for i = 1, 10000 do -- the first 5000 insert, the next 5000 find
+        t = t + 1
+        local key = keys[(i - 1) % 5000 + 1]
+        if decide(k, t, key, 1) == 0 then
+          n = n + 1
+          assert(finish(k, t, key, 1, false) == 0)
+        end
+      end
+      assert.equal(10000, n)
+    end)
   end)
 
   it("the lean decide / finish of resty.libsw, with their argument checks: no abort", function()
     local decide, finish = libsw.decide, libsw.finish
     local h = assert(libsw.limiter { qps = 1e12 }):handle()
     local t = T
-    local stops, aborts = traces_of(function()
+    compiles(function()
       local n = 0
       for _ = 1, 5000 do
         t = t + 1
@@ -421,7 +479,5 @@ describe("the JIT compiles the hot path", function()
       end
       assert.equal(5000, n)
     end)
-    assert.is_true(stops > 0)
-    assert.same({}, aborts)
   end)
 end)

@@ -7,6 +7,11 @@ local libsw = assert(require("libsw").load())
 
 local T = 7000000
 
+local function sorted(list)
+  table.sort(list)
+  return list
+end
+
 -- A minimal ngx: one request at a time; exit() raises so that the handler
 -- stops as it does in nginx.
 local EXIT = {}
@@ -153,13 +158,14 @@ describe("resty.libsw", function()
       assert.is_nil(retry)
     end)
 
-    it("limits per key, binary keys included", function()
+    it("limits per key, binary keys included (a keyed table: the key's own bytes)", function()
       assert(define("ip", { qps = 1, capacity = 4 }))
       assert.equal(200, (request(resty, "ip", "\10\0\0\1")))
       assert.equal(429, (request(resty, "ip", "\10\0\0\1")))
       assert.equal(200, (request(resty, "ip", "\10\0\0\2")))
-      assert.same({ "~0a000001", "~0a000002" }, resty.get("ip"):keys())
+      assert.same({ "\10\0\0\1", "\10\0\0\2" }, sorted(resty.get("ip"):keys()))
       assert.equal(1, resty.stats("ip", "\10\0\0\1").block)
+      assert.is_true(resty.get("ip").keyed)
     end)
 
     it("takes the key from an nginx variable (key_var)", function()
@@ -170,7 +176,7 @@ describe("resty.libsw", function()
       fake.ngx.var.binary_remote_addr = "\127\0\0\2"
       assert.equal(200, (request(resty, "kv")))
       assert.equal(429, (request(resty, "kv", "\127\0\0\1"))) -- an explicit key wins
-      assert.same({ "~7f000001", "~7f000002" }, resty.get("kv"):keys())
+      assert.same({ "\127\0\0\1", "\127\0\0\2" }, sorted(resty.get("kv"):keys()))
       local l, err = define("kv2", { qps = 1, key_var = 5 })
       assert.is_nil(l)
       assert.matches("key_var", err)
@@ -260,14 +266,148 @@ describe("resty.libsw", function()
       assert.equal(503, (request(resty, "closed", "b")))
     end)
 
-    it("overflow sends new keys to one shared limiter", function()
-      assert(define("over", { qps = 2, capacity = 2, on_full = "overflow" }))
+    it("overflow sends new keys to one shared limiter (a registry: warm-up per key)", function()
+      -- qps = 6 with warm-up starts cold at 2 per second
+      assert(define("over", { qps = 6, behavior = "warm_up", capacity = 2, on_full = "overflow" }))
+      assert.is_false(resty.get("over").keyed)
       assert.same({ "~overflow" }, resty.get("over"):keys())
       assert.equal(200, (request(resty, "over", "a")))
       assert.equal(200, (request(resty, "over", "b"))) -- full: overflow
       assert.equal(200, (request(resty, "over", "c"))) -- overflow
       assert.equal(429, (request(resty, "over", "d"))) -- overflow exhausted
       assert.equal(200, (request(resty, "over", "a")))
+    end)
+  end)
+
+  describe("keyed tables", function()
+    -- capacity 12: one bucket of 16 places (libsw.keyed), 16 keys fill it
+    local PLACES = 16
+    local function fill(name, prefix)
+      for i = 1, PLACES do assert.equal(200, (request(resty, name, prefix .. i))) end
+    end
+
+    it("warm-up, cluster and keyless limits keep the registry", function()
+      assert.is_true(assert(define("a", { qps = 1, capacity = 2 })).keyed)
+      assert.is_true(assert(define("b", { qps = 1, key_var = "binary_remote_addr" })).keyed)
+      assert.is_false(assert(define("c", { qps = 1 })).keyed)
+      assert.is_false(assert(define("d", { qps = 9, capacity = 9, behavior = "warm_up" })).keyed)
+      assert.is_false(assert(define("e", { qps = 9, capacity = 9, behavior = 3 })).keyed)
+    end)
+
+    it("on_full = evict (the default): every new key gets its own limit", function()
+      assert(define("ev", { qps = 1, capacity = 12 }))
+      fill("ev", "k")
+      assert.equal(200, (request(resty, "ev", "new")))
+      assert.equal(429, (request(resty, "ev", "new")))
+      local s = resty.stats("ev")
+      assert.same({ PLACES, 1, 0 }, { s.keys, s.evicted, s.refused })
+      assert.same({}, fake.ngx.logs) -- an eviction is no warning
+    end)
+
+    it("on_full = open: a new key passes unlimited (limit() returns false), warned once", function()
+      assert(define("op", { qps = 1, capacity = 12, on_full = "open" }))
+      fill("op", "k")
+      for _ = 1, 3 do
+        assert.equal(200, (request(resty, "op", "new")))
+      end
+      assert.is_false(resty.limit("op", "new"))
+      assert.equal(1, #fake.ngx.logs) -- suppressed for 10 s
+      assert.matches("limit op: keyed table full: a new key found its places taken by active "
+        .. "keys (on_full = open; further messages suppressed for 10 s)", fake.ngx.logs[1], 1, true)
+      fake.ngx.time = fake.ngx.time + 10
+      request(resty, "op", "new")
+      assert.equal(2, #fake.ngx.logs)
+      assert.equal(5, resty.stats("op").refused)
+    end)
+
+    it("on_full = closed: a new key gets full_status, Retry-After to the window's end", function()
+      assert(define("cl", { qps = 1, capacity = 12, on_full = "closed", full_status = 503 }))
+      clock.t = T + 100
+      fill("cl", "k")
+      assert.same({ 503, 1 }, { request(resty, "cl", "new") })
+      assert.equal(429, (request(resty, "cl", "k1"))) -- existing keys as before
+      assert.matches("on_full = closed", fake.ngx.logs[1], 1, true)
+      clock.t = T + 1600 -- every key idle: the new one takes a reclaimed place
+      assert.equal(200, (request(resty, "cl", "new")))
+      assert.equal(1, resty.stats("cl").reclaimed)
+    end)
+
+    it("on_full = overflow is evict for a keyed table (logged)", function()
+      local lim = assert(define("ov", { qps = 1, capacity = 12, on_full = "overflow" }))
+      assert.equal("evict", lim.on_full)
+      assert.matches("on_full = \"overflow\" is \"evict\"", fake.ngx.logs[1], 1, true)
+    end)
+
+    it("requests without a key share one; no Lua state per key", function()
+      assert(define("nk", { qps = 2, capacity = 100, key_var = "http_x_client" }))
+      fake.ngx.var = {}
+      assert.equal(200, (request(resty, "nk")))
+      fake.ngx.var.http_x_client = ""
+      assert.equal(200, (request(resty, "nk")))
+      assert.equal(429, (request(resty, "nk", "")))
+      assert.same({ "\0" }, resty.get("nk"):keys())
+      assert.is_nil(resty.get("nk").handles)
+      -- 20000 distinct keys leave nothing behind in Lua: anything kept per
+      -- key (a string and a table slot, 60 bytes at least) would grow the
+      -- heap by 1.2 MB; the JIT's traces of the loops take a few dozen KiB
+      for i = 1, 5000 do request(resty, "nk", "warm-" .. i) end
+      collectgarbage()
+      local before = collectgarbage("count")
+      for i = 1, 20000 do request(resty, "nk", "client-" .. i) end
+      collectgarbage()
+      assert.is_true(collectgarbage("count") - before < 256, "Lua heap grew by "
+        .. (collectgarbage("count") - before) .. " KiB")
+      assert.equal(0, resty.pending())
+      local s = resty.stats("nk")
+      assert.same({ 25003, 25002, 1 }, { s.total_pass + s.total_block, s.total_success, s.total_block })
+    end)
+
+    it("dry run: nothing blocked, limit() returns true, true", function()
+      assert(define("dr", { qps = 1, capacity = 10, dry_run = true }))
+      assert.is_true(resty.limit("dr", "k"))
+      local ok, would = resty.limit("dr", "k")
+      assert.same({ true, true }, { ok, would })
+      assert.is_true(resty.get("dr"):set_dry_run(false))
+      assert.equal(429, (request(resty, "dr", "k")))
+      assert.equal(1, resty.stats("dr").total_would_block)
+    end)
+
+    it("pacing per key sleeps; log() exits the concurrency grade per key", function()
+      assert(define("pk", { qps = 10, behavior = "pacing", capacity = 10 }))
+      assert.equal(200, (request(resty, "pk", "a")))
+      assert.equal(200, (request(resty, "pk", "a")))
+      assert.equal(200, (request(resty, "pk", "b")))
+      assert.same({ 0.1 }, fake.ngx.sleeps)
+      assert(define("ck", { concurrency = 1, capacity = 10 }))
+      local n = fake.ngx
+      n.ctx, n.header, n.start = {}, {}, n.time
+      assert.is_true(resty.limit("ck", "a"))
+      local first = n.ctx
+      n.ctx = {}
+      assert.has_error(function() resty.limit("ck", "a") end)
+      assert.equal(429, n.exited)
+      assert.equal(200, (request(resty, "ck", "b"))) -- another key
+      n.ctx = first
+      resty.log()
+      assert.equal(200, (request(resty, "ck", "a")))
+      assert.equal(0, resty.stats("ck", "a").in_flight)
+      assert.same({}, n.logs)
+    end)
+
+    it("top and stats of a key; a bad key is logged and passes", function()
+      assert(define("tp", { qps = 2, capacity = 10 }))
+      for _ = 1, 3 do request(resty, "tp", "\1\2\3\4") end
+      request(resty, "tp", 7) -- a number: its tostring
+      local top, active = resty.get("tp"):top(1, "block")
+      assert.same({ 1, "\1\2\3\4", 1, 2 }, { #top, top[1].key, top[1].block, active })
+      assert.equal(1, resty.stats("tp", "7").pass)
+      local ok, err, code = resty.limit("tp", {})
+      assert.same({ nil, libsw.EINVAL }, { ok, code })
+      assert.matches("key must be a string or a number, not a table", fake.ngx.logs[1], 1, true)
+      assert.matches("key must be a string or a number", err, 1, true)
+      local reg = assert(define("rg", { qps = 1 }))
+      ok, err, code = reg:top()
+      assert.same({ nil, libsw.ENOTSUP }, { ok, code })
     end)
   end)
 
@@ -301,6 +441,50 @@ describe("resty.libsw", function()
       assert(define("m", { qps = 1, segment = seg, capacity = 3, reset = "mismatch" }))
       assert.equal(200, (request(resty, "m", "k"))) -- new geometry: anew
       assert.matches("starting it anew", fake.ngx.logs[#fake.ngx.logs])
+    end)
+
+    it("a keyed table across reloads: kept, reset, mismatch (geometry, or a registry before)", function()
+      local seg = ("libsw_rspec_kr_%d_%d"):format(libsw.getpid(), math.random(1, 1e9))
+      local function reload(opts)
+        package.loaded["resty.libsw"] = nil
+        resty = require "resty.libsw"
+        opts.segment = seg
+        return define("kr", opts)
+      end
+      assert(reload { qps = 1, capacity = 100 })
+      assert.equal(200, (request(resty, "kr", "a")))
+      assert(reload { qps = 1, capacity = 100 })
+      assert.equal(429, (request(resty, "kr", "a"))) -- kept
+      assert(reload { qps = 2, capacity = 100 }) -- a new rule: counts kept, the rule applied
+      assert.equal(200, (request(resty, "kr", "a")))
+      assert.equal(429, (request(resty, "kr", "a")))
+      local l, err, code = reload { qps = 2, capacity = 200 }
+      assert.same({ nil, libsw.EGEOMETRY }, { l, code })
+      assert.matches("libsw: limit kr: SW_EGEOMETRY", err, 1, true)
+      assert(reload { qps = 2, capacity = 200, reset = "mismatch" })
+      assert.equal(200, (request(resty, "kr", "a"))) -- anew
+      assert(reload { qps = 2, capacity = 200, reset = true })
+      assert.equal(0, resty.stats("kr").keys)
+      -- the limit was a registry before (libsw without keyed tables, or warm-up)
+      local reg = ("libsw_rspec_kreg_%d_%d"):format(libsw.getpid(), math.random(1, 1e9))
+      segs[#segs + 1] = reg
+      assert(define("kreg", { qps = 9, behavior = "warm_up", capacity = 4, segment = reg }))
+      package.loaded["resty.libsw"] = nil
+      resty = require "resty.libsw"
+      l, err, code = define("kreg", { qps = 9, capacity = 4, segment = reg })
+      assert.same({ nil, libsw.ETYPE }, { l, code })
+      assert.matches("holds a registry of limiters, not a keyed table", err, 1, true)
+      assert(define("kreg", { qps = 9, capacity = 4, segment = reg, reset = "mismatch" }))
+      assert.is_true(resty.get("kreg").keyed)
+    end)
+
+    it("reopen = true opens a keyed table again in init_worker", function()
+      assert(define("kw", { qps = 1, capacity = 10, reopen = true }))
+      local before = resty.get("kw").k
+      assert.is_true(resty.init_worker())
+      assert.are_not.equal(before, resty.get("kw").k)
+      assert.equal(200, (request(resty, "kw", "a")))
+      assert.equal(429, (request(resty, "kw", "a")))
     end)
 
     it("reopen = true opens the segment again in init_worker", function()

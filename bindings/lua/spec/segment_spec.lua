@@ -157,6 +157,76 @@ describe("shared segment", function()
     assert.equal("640", mode)
   end)
 
+  describe("keyed table", function()
+    local function keyed(seg, extra)
+      local o = { qps = 3, capacity = 1000, segment = seg, clock = function() return T end }
+      for k, v in pairs(extra or {}) do o[k] = v end
+      return libsw.keyed(o)
+    end
+
+    it("two processes share each key exactly; a key of one is seen by the other", function()
+      local seg = segment_name("kshare")
+      local kt = assert(keyed(seg))
+      assert.is_true(kt:created())
+      assert.equal("pass", (kt:entry("\10\0\0\1")))
+      assert.equal("pass", (kt:entry("\10\0\0\1")))
+      local out = other_process([[
+        local seg = ...
+        local kt = assert(libsw.keyed { qps = 3, capacity = 1000, segment = seg,
+                                        clock = function() return T end })
+        local v = {}
+        for i = 1, 3 do v[i] = (kt:entry("\10\0\0\1")) end
+        for i = 1, 500 do kt:entry("k" .. i) end
+        print(table.concat(v, " "), kt:created())
+      ]], seg)
+      assert.same({ "pass block block\tfalse" }, out)
+      assert.equal("block", (kt:entry("\10\0\0\1")))
+      local s = kt:stats()
+      assert.same({ 501, 503, 3 }, { s.keys, s.total_pass, s.total_block })
+      assert.equal(1, kt:lookup("k500").pass)
+    end)
+
+    it("state survives close and reopen; the newer rule holds; reset starts anew", function()
+      local seg = segment_name("kreopen")
+      local kt = assert(keyed(seg))
+      assert.equal("pass pass pass block", ("%s %s %s %s"):format(kt:entry("k"), kt:entry("k"),
+        kt:entry("k"), kt:entry("k")))
+      kt:close()
+      kt = assert(keyed(seg, { qps = 4 })) -- a reload with a higher limit
+      assert.is_false(kt:created())
+      assert.equal("pass block", (kt:entry("k")) .. " " .. (kt:entry("k")))
+      assert.equal(4, kt:rule().qps)
+      kt:close()
+      kt = assert(keyed(seg, { reset = true }))
+      assert.is_true(kt:created())
+      assert.equal("pass", (kt:entry("k")))
+      assert.equal(1, kt:stats().keys)
+    end)
+
+    it("refuses another geometry (SW_EGEOMETRY) and a registry segment (SW_ETYPE)", function()
+      local seg = segment_name("kgeom")
+      assert(keyed(seg))
+      for _, o in ipairs { { qps = 3, capacity = 2000 }, { qps = 3, capacity = 1000, interval = 2 },
+                           { qps = 3, capacity = 1000, key_bytes = 32 },
+                           { concurrency = 3, capacity = 1000 } } do
+        o.segment = seg
+        local kt, _, code = libsw.keyed(o)
+        assert.is_nil(kt)
+        assert.equal(libsw.EGEOMETRY, code)
+      end
+      local reg = segment_name("kreg")
+      assert(libsw.limiter { qps = 1, segment = reg, capacity = 2 })
+      local kt, err, code = keyed(reg)
+      assert.is_nil(kt)
+      assert.equal(libsw.ETYPE, code)
+      assert.matches("holds a registry of limiters, not a keyed table", err, 1, true)
+      local lim
+      lim, err, code = libsw.limiter { qps = 1, segment = seg, capacity = 1000 }
+      assert.is_nil(lim)
+      assert.equal(libsw.ETYPE, code)
+    end)
+  end)
+
   it("a segment can be a file path", function()
     local path = os.tmpname()
     os.remove(path)

@@ -6,11 +6,13 @@
 -- location limited to 20 per 20-second window and checks the exact number
 -- of 200 and 429 answers and every Retry-After; then reloads nginx (state
 -- kept) and reloads it with reset = true (fresh), within the same window.
--- Also: pacing (ngx.sleep on WAIT), the capacity policies, workers that
--- reopen the segment by name (as the worker user), a dry-run limit, and a
--- cluster limit leased from a redis-server of the test's own (skipped
--- without redis-server). nginx and redis-server are bounded by `timeout`
--- and stopped by their PIDs.
+-- Also: a keyed table hit by thousands of distinct clients (keyed on a
+-- request header) through both workers and across the reloads, pacing
+-- (ngx.sleep on WAIT), the capacity policies, workers that reopen the
+-- segment by name (as the worker user), a dry-run limit, and a cluster
+-- limit leased from a redis-server of the test's own (skipped without
+-- redis-server). nginx and redis-server are bounded by `timeout` and
+-- stopped by their PIDs.
 --
 -- Why the counts are exact: the limit is qps = 1 over ONE window of 20 s
 -- (interval = 20, windows = 1), i.e. a tumbling window admitting exactly
@@ -20,6 +22,13 @@
 -- (libsw.now_ms) and starts only when at least 12 s of the window remain,
 -- enough for the burst and both reloads; it checks afterwards that the
 -- window did not end meanwhile.
+--
+-- The thousands of clients: a reject window admits at least `interval`
+-- passes per key, so thousands of keys x (budget + 1) requests would not
+-- fit in one window on a shared machine; their limit paces each key to one
+-- request per 10 minutes with no queue (a leaky bucket per key, exact
+-- whatever the timing): the first request of each key passes, every other
+-- one in those 10 minutes gets 429.
 
 local here = debug.getinfo(1, "S").source:match("^@(.*)/t/[^/]+$") or "bindings/lua"
 if here:sub(1, 1) ~= "/" then
@@ -36,6 +45,9 @@ if SW_LIB:sub(1, 1) ~= "/" then error("SW_LIB must be an absolute path: " .. SW_
 local WINDOW_MS = 20000
 local LIMIT = 20 -- per window
 local BURST = 50
+local CLIENTS = 3000  -- distinct X-Client keys
+local AGAIN = 500     -- of them sent again after the reloads
+local TINY_PLACES = 16 -- a keyed table of capacity 12: one bucket of 16 places
 
 local failures, checks = 0, 0
 local function check(cond, fmt, ...)
@@ -101,6 +113,7 @@ local SEG = {
   tiny = "libsw_t_tiny_" .. tag, tinyopen = "libsw_t_open_" .. tag,
   reopen = "libsw_t_reopen_" .. tag, dry = "libsw_t_dry_" .. tag,
   fleet = "libsw_t_fleet_" .. tag, fleetrc = "libsw_t_fleetrc_" .. tag,
+  clients = "libsw_t_clients_" .. tag,
 }
 local FLEET_QPS = 10 -- the fleet's budget per 1 s window (2 buckets of 500 ms)
 local root = libsw.geteuid() == 0
@@ -205,8 +218,11 @@ http {
                                     segment = "SEG_BURST", reset = RESET, USEROPT }))
     assert(limits.define("pace", { qps = 10, behavior = "pacing", max_queue = 1,
                                    segment = "SEG_PACE" }))
-    assert(limits.define("tiny", { qps = 100, capacity = 2, on_full = "closed",
-                                   full_status = 503, segment = "SEG_TINY" }))
+    assert(limits.define("clients", { qps = 1 / 600, behavior = "pacing", max_queue = 0,
+                                      capacity = 8192, key_var = "http_x_client",
+                                      segment = "SEG_CLIENTS" }))
+    assert(limits.define("tiny", { qps = 100, interval = 60, windows = 1, capacity = 12,
+                                   on_full = "closed", full_status = 503, segment = "SEG_TINY" }))
     assert(limits.define("tinyopen", { qps = 100, capacity = 1, segment = "SEG_OPEN" }))
     assert(limits.define("reopen", { qps = 1000, reopen = true, USEROPT
                                      segment = "SEG_REOPEN" }))
@@ -228,6 +244,13 @@ http {
       access_by_lua_block {
         ngx.header["X-Worker"] = ngx.worker.pid()
         require("resty.libsw").limit("burst") -- key: $binary_remote_addr (key_var)
+      }
+      content_by_lua_block { ngx.say("ok") }
+    }
+    location = /clients {
+      access_by_lua_block {
+        ngx.header["X-Worker"] = ngx.worker.pid()
+        require("resty.libsw").limit("clients") -- key: $http_x_client (key_var)
       }
       content_by_lua_block { ngx.say("ok") }
     }
@@ -267,11 +290,23 @@ http {
     }
     location = /stats {
       content_by_lua_block {
+        local limits = require "resty.libsw"
         local key = ngx.var.arg_byaddr and ngx.var.binary_remote_addr or nil
-        local s, err = require("resty.libsw").stats(ngx.var.arg_limit, key)
+        local s, err = limits.stats(ngx.var.arg_limit, key)
         if not s then ngx.say("error ", err) return end
+        if limits.get(ngx.var.arg_limit).keyed then -- a key's state, the table's totals
+          local t = limits.stats(ngx.var.arg_limit)
+          s.concurrency, s.total_success = s.in_flight, t.total_success
+        end
         ngx.say(s.pass, " ", s.block, " ", s.concurrency, " ", s.total_success, " ",
                 s.would_block_qps, " ", s.lease and (s.lease.up and "up" or "down") or "-")
+      }
+    }
+    location = /table {
+      content_by_lua_block {
+        local s = require("resty.libsw").stats(ngx.var.arg_limit)
+        ngx.say(s.keys, " ", s.inserted, " ", s.evicted, " ", s.refused, " ", s.total_pass,
+                " ", s.total_block)
       }
     }
   }
@@ -281,9 +316,10 @@ http {
     :gsub("BINDINGS", here):gsub("RESTY", resty_dir):gsub("SWLIB", SW_LIB)
     :gsub("SEG_BURST", SEG.burst):gsub("SEG_PACE", SEG.pace):gsub("SEG_TINY", SEG.tiny)
     :gsub("SEG_OPEN", SEG.tinyopen):gsub("SEG_REOPEN", SEG.reopen)
-    :gsub("SEG_DRY", SEG.dry):gsub("SEG_FLEET", SEG.fleet)
+    :gsub("SEG_DRY", SEG.dry):gsub("SEG_FLEETRC", SEG.fleetrc) -- before its prefix SEG_FLEET
+    :gsub("SEG_FLEET", SEG.fleet):gsub("SEG_CLIENTS", SEG.clients)
     :gsub("FLEET_QPS", tostring(FLEET_QPS)):gsub("REDIS_PORT", tostring(redis_port or 1))
-    :gsub("SEG_FLEETRC", SEG.fleetrc):gsub("RC_SEEDS", rc_seeds)
+    :gsub("RC_SEEDS", rc_seeds)
     :gsub("RESET", tostring(reset)):gsub("GEN", tostring(gen)):gsub("PORT", tostring(port))
 end
 
@@ -377,14 +413,10 @@ local function reload(master, gen, reset)
   end)
 end
 
--- curl n requests in parallel on separate connections: list of
--- { code, retry_after, worker, time }
-local function burst(path, n, parallel)
-  local args = {}
-  for i = 1, n do args[i] = ("-o /dev/null %q"):format(url(path)) end
-  local cmd = ("curl -s -m 10 -Z --parallel-max %d -H 'Connection: close' "
-    .. "-w '%%{http_code} [%%header{retry-after}] [%%header{x-worker}] %%{time_total}\\n' %s"):format(
-      parallel or 10, table.concat(args, " "))
+-- What curl wrote for each request (-w WRITE_OUT) of the command cmd run
+-- in parallel: list of { code, retry_after, worker, time }
+local WRITE_OUT = "%{http_code} [%header{retry-after}] [%header{x-worker}] %{time_total}\n"
+local function answers(cmd)
   local p = assert(io.popen(cmd .. " 2>/dev/null")) -- -Z shows a progress meter despite -s
   local out = p:read("*a")
   p:close()
@@ -398,6 +430,56 @@ local function burst(path, n, parallel)
     end
   end
   return res
+end
+
+-- curl n requests in parallel on separate connections (answers)
+local function burst(path, n, parallel)
+  local args = {}
+  for i = 1, n do args[i] = ("-o /dev/null %q"):format(url(path)) end
+  return answers(("curl -s -m 10 -Z --parallel-max %d -H 'Connection: close' -w '%s' %s"):format(
+    parallel or 10, WRITE_OUT:gsub("\n", "\\n"), table.concat(args, " ")))
+end
+
+-- One request per key to path with the header X-Client: key, in parallel
+-- (curl blocks joined by --next, one connection each; answers).
+local function burst_clients(path, keys, parallel)
+  local cfg = prefix .. "/clients.cfg"
+  local f = assert(io.open(cfg, "w"))
+  for i, key in ipairs(keys) do
+    if i > 1 then f:write("next\n") end
+    f:write(('url = "%s"\noutput = "/dev/null"\nheader = "X-Client: %s"\n'
+      .. 'header = "Connection: close"\nmax-time = 20\nwrite-out = "%s"\n')
+      :format(url(path), key, (WRITE_OUT:gsub("\n", "\\n"))))
+  end
+  f:close()
+  return answers(("curl -s -Z --parallel-max %d -K %q"):format(parallel, cfg))
+end
+
+-- Counts of a burst's answers: 200s, 429s, others, Retry-After outside
+-- lo..hi on a 429, distinct workers.
+local function tally(res, lo, hi)
+  local t = { [200] = 0, [429] = 0, other = 0, bad_retry = 0, workers = 0 }
+  local pids = {}
+  for _, r in ipairs(res) do
+    if not pids[r.worker] then
+      pids[r.worker] = true
+      t.workers = t.workers + 1
+    end
+    if t[r.code] then t[r.code] = t[r.code] + 1 else t.other = t.other + 1 end
+    local ra = tonumber(r.retry_after)
+    if r.code == 429 and not (r.retry_after:match("^%d+$") and ra >= lo and ra <= hi) then
+      t.bad_retry = t.bad_retry + 1
+      if t.bad_retry <= 3 then print("# Retry-After " .. r.retry_after .. " not in " .. lo .. ".." .. hi) end
+    end
+  end
+  return t
+end
+
+local function table_stats(limit)
+  local s = get("/table?limit=" .. limit)
+  local k, ins, ev, ref, p, b = s:match("^(%d+) (%d+) (%d+) (%d+) (%d+) (%d+)")
+  return { keys = tonumber(k), inserted = tonumber(ins), evicted = tonumber(ev),
+           refused = tonumber(ref), pass = tonumber(p), block = tonumber(b), raw = s }
 end
 
 local function stats(limit, byaddr)
@@ -418,6 +500,26 @@ local ok, err = pcall(function()
     .. table.concat(workers(master), " "))
   check(#workers(master) == 2, "2 worker processes")
 
+  -- thousands of clients: each key twice, all at once through both workers
+  local keys, twice = {}, {}
+  for i = 1, CLIENTS do
+    keys[i] = ("client-%05d"):format(i)
+    twice[2 * i - 1], twice[2 * i] = keys[i], keys[i]
+  end
+  local t0 = libsw.now_ms()
+  local cres = burst_clients("/clients", twice, 50)
+  print(("# %d requests of %d clients in %d ms"):format(#cres, CLIENTS, libsw.now_ms() - t0))
+  local c = tally(cres, 1, 600)
+  check(#cres == 2 * CLIENTS and c[200] == CLIENTS and c[429] == CLIENTS and c.other == 0,
+        "%d clients, 2 requests each: exactly %d x 200 and %d x 429 (got %d, %d, %d other)",
+        CLIENTS, CLIENTS, CLIENTS, c[200], c[429], c.other)
+  check(c.bad_retry == 0, "every 429 of a client has Retry-After in 1..600")
+  check(c.workers == 2, "both workers served the clients (%d)", c.workers)
+  local ts = table_stats("clients")
+  check(ts.keys == CLIENTS and ts.pass == CLIENTS and ts.block == CLIENTS and ts.evicted == 0
+        and ts.refused == 0, "one keyed table holds the %d clients: %s", CLIENTS,
+        ts.raw:gsub("\n", ""))
+
   -- wait for a window with at least 12 s left
   local now = libsw.now_ms()
   local left = WINDOW_MS - now % WINDOW_MS
@@ -432,33 +534,16 @@ local ok, err = pcall(function()
   print(("# burst of %d took %d ms, %d ms left in the window"):format(
     BURST, t_after - t_before, window_end - t_after))
 
-  local n200, n429, bad_retry, other, pids = 0, 0, 0, 0, {}
   local lo = math.ceil((window_end - t_after) / 1000)
   local hi = math.ceil((window_end - t_before) / 1000)
-  for _, r in ipairs(res) do
-    pids[r.worker] = true
-    if r.code == 200 then
-      n200 = n200 + 1
-    elseif r.code == 429 then
-      n429 = n429 + 1
-      local ra = tonumber(r.retry_after)
-      if not (r.retry_after:match("^%d+$") and ra >= lo and ra <= hi) then
-        bad_retry = bad_retry + 1
-        print("# Retry-After " .. r.retry_after .. " not in " .. lo .. ".." .. hi)
-      end
-    else
-      other = other + 1
-    end
-  end
-  local npids = 0
-  for _ in pairs(pids) do npids = npids + 1 end
+  local n = tally(res, lo, hi)
   check(#res == BURST, "%d answers to %d requests", #res, BURST)
-  check(n200 == LIMIT, "exactly %d x 200 (got %d)", LIMIT, n200)
-  check(n429 == BURST - LIMIT, "exactly %d x 429 (got %d)", BURST - LIMIT, n429)
-  check(other == 0, "no other status (got %d)", other)
-  check(bad_retry == 0, "every 429 has Retry-After = seconds to the window's end, rounded up (%d..%d)",
+  check(n[200] == LIMIT, "exactly %d x 200 (got %d)", LIMIT, n[200])
+  check(n[429] == BURST - LIMIT, "exactly %d x 429 (got %d)", BURST - LIMIT, n[429])
+  check(n.other == 0, "no other status (got %d)", n.other)
+  check(n.bad_retry == 0, "every 429 has Retry-After = seconds to the window's end, rounded up (%d..%d)",
         lo, hi)
-  check(npids == 2, "both workers answered (%d distinct worker pids)", npids)
+  check(n.workers == 2, "both workers answered (%d distinct worker pids)", n.workers)
   local s = stats("burst", true)
   check(s.pass == LIMIT and s.block == BURST - LIMIT and s.concurrency == 0
         and s.success == LIMIT,
@@ -502,6 +587,18 @@ local ok, err = pcall(function()
   local t_end = libsw.now_ms()
   check(t_end < window_end, "all within one window (%d ms to spare)", window_end - t_end)
 
+  -- the clients after two reloads: still limited; a new client passes
+  local again = {}
+  for i = 1, AGAIN do again[i] = keys[i * math.floor(CLIENTS / AGAIN)] end
+  again[#again + 1] = "client-new"
+  c = tally(burst_clients("/clients", again, 50), 1, 600)
+  check(c[429] == AGAIN and c[200] == 1 and c.other == 0,
+        "after 2 reloads: %d clients again get %d x 429 (got %d), a new one 200 (%d)",
+        AGAIN, AGAIN, c[429], c[200])
+  ts = table_stats("clients")
+  check(ts.keys == CLIENTS + 1 and ts.pass == CLIENTS + 1 and ts.block == CLIENTS + AGAIN,
+        "after the reloads the table still holds them: %s", ts.raw:gsub("\n", ""))
+
   -- pacing: 5 requests at once, spaced 100 ms apart by ngx.sleep
   res = burst("/pace", 5, 5)
   local all200, slowest = true, 0
@@ -515,11 +612,16 @@ local ok, err = pcall(function()
   check(s.pass == 5 and s.concurrency == 0, "pacing: 5 passes, none left in flight (%s)",
         s.raw:gsub("\n", ""))
 
-  -- capacity policies
-  local c1 = get("/tiny?k=a") == "ok\n"
-  local c2 = get("/tiny?k=b") == "ok\n"
-  local c3 = tonumber(sh(("curl -s -o /dev/null -w '%%{http_code}' %q"):format(url("/tiny?k=c"))))
-  check(c1 and c2 and c3 == 503, "on_full = closed: a new key beyond capacity gets 503 (%s)", c3)
+  -- capacity policies: a keyed table full of active keys, closed; a full
+  -- registry, open
+  local placed = 0
+  for i = 1, TINY_PLACES do
+    if get("/tiny?k=k" .. i) == "ok\n" then placed = placed + 1 end
+  end
+  local c3 = tonumber(sh(("curl -s -o /dev/null -w '%%{http_code}' %q"):format(url("/tiny?k=new"))))
+  check(placed == TINY_PLACES and c3 == 503,
+        "on_full = closed: %d keys placed, a new key in a table full of active keys gets 503 (%s)",
+        placed, c3)
   local o1 = get("/tinyopen?k=a") == "ok\n"
   local o2 = get("/tinyopen?k=b") == "ok\n"
   check(o1 and o2, "on_full = open: a new key beyond capacity passes")
@@ -631,6 +733,8 @@ for line in log:gmatch("[^\n]+") do
 end
 check(#bad == 0, "no errors in error.log%s", #bad > 0 and ":\n" .. table.concat(bad, "\n") or "")
 check(log:find("SW_EFULL") ~= nil, "the full registry was logged (on_full = open)")
+check(log:find("limit tiny: keyed table full", 1, true) ~= nil,
+      "the full keyed table was logged (on_full = closed)")
 
 for _, s in pairs(SEG) do libsw.unlink_segment(s) end
 if failures == 0 then
