@@ -134,11 +134,24 @@ START_TEST(test_dry_run) {
   sw_decision d = enter(k, 1000, "k");
   ck_assert_int_eq(d.verdict, PASS);
   ck_assert_int_eq(d.would_block, 1);
+  ck_assert_int_eq(d.retry_after_ms, 1000); /* what enforcing it would have said */
   ck_assert_int_eq(key_pass(k, 1000, "k"), 3);
   ck_assert_int_eq(info(k).would_block, 1);
   ck_ok(sw_keyed_set_dry_run(k, 0));
   ck_assert_int_eq(enter(k, 1000, "k").verdict, BLOCK);
   ck_assert_int_eq(info(k).block, 1);
+  sw_keyed_free(k);
+  sw_options_free(o);
+  /* pacing, 10 per second, no queue: the second entry would wait 100 ms */
+  o = keyed_opts(SW_BEHAVIOR_PACING, 10);
+  ck_ok(sw_options_set(o, SW_OPT_MAX_QUEUE_MS, 0));
+  ck_ok(sw_options_set(o, SW_OPT_DRY_RUN, 1));
+  k = keyed_new(10, o);
+  enter(k, 1000, "p");
+  d = enter(k, 1000, "p");
+  ck_assert_int_eq(d.verdict, PASS);
+  ck_assert_int_eq(d.would_block, 1);
+  ck_assert_int_eq(d.retry_after_ms, 100);
   sw_keyed_free(k);
   sw_options_free(o);
 }

@@ -146,6 +146,7 @@ static int sw__kt_decide_reject(sw_keyed *k, const sw__rule *r, int64_t t, uint3
         atomic_fetch_add_explicit(&tot->pass, n, memory_order_relaxed);
         if (over) { /* dry run: admitted, counted as a would-be block */
           d->would_block = 1;
+          d->retry_after_ms = sw__kt_retry_after(k, t0, wid, counts, n, r->threshold);
           atomic_fetch_add_explicit(&tot->would_block, n, memory_order_relaxed);
         }
         d->remaining = sw__kt_left(r->threshold, (int64_t)((double)(used + n) / k->isec));
@@ -248,8 +249,8 @@ static int sw__kt_decide_pacing(sw_keyed *k, const sw__rule *r, int64_t t, uint3
       }
     }
     if (wait > max_queue) {
+      d->retry_after_ms = (wait - max_queue + SW__KT_TICKS_PER_MS - 1) / SW__KT_TICKS_PER_MS;
       if (!r->dry_run) {
-        d->retry_after_ms = (wait - max_queue + SW__KT_TICKS_PER_MS - 1) / SW__KT_TICKS_PER_MS;
         sw__kt_blocked(k, r, idx, gen, wid, n, d);
         return SW_OK;
       }
