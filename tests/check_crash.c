@@ -433,29 +433,35 @@ static void kill_stopped(pid_t pid) {
 
 /* A strict admission that read its window's interval and is about to
  * count while another process admits at the next window: the newer
- * admission sealed the older window first, so the late one fails its CAS,
- * decides again at the newer window and is blocked — the interval never
- * holds more than the threshold (2 here; without the seal, 3). */
+ * admission sealed the older window first, so the late one fails its CAS
+ * and decides again at the newer window. Threshold 2: it is blocked (the
+ * interval holds 2; without the seal, 3). Threshold 3: it passes, counted
+ * in the newer window (not refused for finding the sealed word). */
 START_TEST(test_strict_admission_across_a_boundary) {
-  char name[64];
-  snprintf(name, sizeof name, "sw-crash-seal-%d", (int)getpid());
-  sw_segment *seg = segment_new(name, 2);
-  sw_limiter *l;
-  ck_ok(sw_registry_get(sw_segment_registry(seg), "a", &l));
-  sw_decision d;
-  ck_ok(sw_limiter_entry_at(l, 100, 1, 0, &d));
-  ck_assert_int_eq(d.verdict, SW_VERDICT_PASS);
-  pid_t late = stop_at("strict-cas", "strict", name); /* read 1 pass at t=400 */
-  ck_ok(sw_limiter_entry_at(l, 600, 1, 0, &d));
-  ck_assert_int_eq(d.verdict, SW_VERDICT_PASS);
-  kill(late, SIGCONT);
-  int status;
-  ck_assert_int_eq(waitpid(late, &status, 0), late);
-  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 10 + SW_VERDICT_BLOCK,
-                "the late admission: status %d", status);
-  ck_assert_int_eq(sw_metric_pass_at(sw_node_second_metric(sw_limiter_node(l)), 600), 2);
-  sw_segment_close(seg);
-  sw_segment_unlink(name);
+  for (int threshold = 2; threshold <= 3; threshold++) {
+    char name[64];
+    snprintf(name, sizeof name, "sw-crash-seal-%d-%d", (int)getpid(), threshold);
+    sw_segment *seg = segment_new(name, threshold);
+    sw_limiter *l;
+    ck_ok(sw_registry_get(sw_segment_registry(seg), "a", &l));
+    sw_decision d;
+    ck_ok(sw_limiter_entry_at(l, 100, 1, 0, &d));
+    ck_assert_int_eq(d.verdict, SW_VERDICT_PASS);
+    pid_t late = stop_at("strict-cas", "strict", name); /* read 1 pass at t=400 */
+    ck_ok(sw_limiter_entry_at(l, 600, 1, 0, &d));
+    ck_assert_int_eq(d.verdict, SW_VERDICT_PASS);
+    kill(late, SIGCONT);
+    int status;
+    ck_assert_int_eq(waitpid(late, &status, 0), late);
+    const int want = threshold == 2 ? SW_VERDICT_BLOCK : SW_VERDICT_PASS;
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 10 + want,
+                  "threshold %d, the late admission: status %d", threshold, status);
+    sw_metric *sec = sw_node_second_metric(sw_limiter_node(l));
+    ck_assert_int_eq(sw_metric_pass_at(sec, 600), 2 + (threshold == 3));
+    ck_assert_int_eq(sw_metric_window_pass_at(sec, 600), 1 + (threshold == 3));
+    sw_segment_close(seg);
+    sw_segment_unlink(name);
+  }
 }
 END_TEST
 
