@@ -733,6 +733,11 @@ for line in log:gmatch("[^\n]+") do
 end
 check(#bad == 0, "no errors in error.log%s", #bad > 0 and ":\n" .. table.concat(bad, "\n") or "")
 check(log:find("SW_EFULL") ~= nil, "the full registry was logged (on_full = open)")
+if redis_pids[1] then
+  local downs = 0
+  for _ in log:gmatch("limit fleet: Redis [^\n]* is down %(") do downs = downs + 1 end
+  check(downs >= 1 and downs <= 2, "Redis down logged once per worker, not per round (%d)", downs)
+end
 check(log:find("limit tiny: keyed table full", 1, true) ~= nil,
       "the full keyed table was logged (on_full = closed)")
 

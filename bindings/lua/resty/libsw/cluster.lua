@@ -96,7 +96,14 @@ local fail_all
 local function settle(self, d, reply, err)
   if type(reply) == "table" and reply[1] ~= false and #reply >= 3 then
     local ok, e = libsw.lease_apply(d.l, libsw.now_ms(), d.call, reply[1], reply[2], reply[3])
-    if ok then return end
+    if ok then
+      if self.down then -- once per change, as the C and Python bindings log it
+        self.down = false
+        log(ngx.NOTICE, "libsw: limit ", self.name, ": Redis ", self.redis_addr,
+            " is back up: cluster rules take leases again")
+      end
+      return
+    end
     log(ngx.ERR, "libsw: limit ", self.name, ": lease reply for ", d.key, ": ", e)
   end
   if type(reply) == "table" and reply[1] == false then err = reply[2] end
@@ -106,11 +113,10 @@ end
 function fail_all(self, due, err)
   local now = libsw.now_ms()
   for _, d in ipairs(due) do libsw.lease_failed(d.l, now, d.call) end
-  local t = ngx.now()
-  if t - self.failure_logged >= 10 then
-    self.failure_logged = t
-    log(ngx.WARN, "libsw: limit ", self.name, ": Redis ", self.redis_addr, ": ", err,
-        " (the failure policy applies; further messages suppressed for 10 s)")
+  if not self.down then -- once per change: until a reply comes again
+    self.down = true
+    log(ngx.WARN, "libsw: limit ", self.name, ": Redis ", self.redis_addr, " is down (", err,
+        "): cluster rules follow their failure policy")
   end
 end
 
@@ -313,7 +319,7 @@ function _M.start(limit)
     timeout_ms = tonumber(c.timeout and c.timeout * 1000 or 100),
     script = script,
     sha = (ngx.sha1_bin(script):gsub(".", function(ch) return format("%02x", byte(ch)) end)),
-    failure_logged = -1e9,
+    down = false,
     busy = false,
   }
   local ok, err = ngx.timer.every(c.interval or DEFAULT_INTERVAL, tick, state)
