@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <string.h>
 #include <time.h>
 
@@ -116,7 +117,7 @@ SW_API int sw_cluster_add(sw_cluster *c, sw_limiter *l, const char *resource) {
   if (!r.cluster) return sw__fail(SW_ESTATE, "the limiter's rule is not a cluster rule");
   pthread_mutex_lock(&c->lock);
   int rc = SW_OK;
-  if (atomic_load(&l->cluster) != NULL)
+  if (atomic_load(&l->cluster) != NULL && l->cluster_pid == getpid()) /* (a parent's: stale) */
     rc = sw__fail(SW_ESTATE, "the limiter is already added to a cluster (sw_cluster_remove first)");
   else if (c->count == c->cap) {
     int cap = c->cap ? 2 * c->cap : 8;
@@ -132,6 +133,7 @@ SW_API int sw_cluster_add(sw_cluster *c, sw_limiter *l, const char *resource) {
   }
   if (rc == SW_OK) {
     atomic_store(&l->cluster, c);
+    l->cluster_pid = getpid();
     c->items[c->count].l = l;
     snprintf(c->items[c->count].key, sizeof c->items[0].key, "sw:{%s}", resource);
     c->count++;

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "limiter.h"
 
@@ -100,7 +101,9 @@ SW_API int sw_limiter_create(sw_limiter **out, const sw_options *opts) {
 
 void sw__limiter_release(sw_limiter *l) {
   sw_cluster *c = atomic_load(&l->cluster);
-  if (c) sw_cluster_remove(c, l);
+  /* in a forked child the cluster's lock may be held by a thread that does
+   * not exist there, and no refiller runs: nothing to wait for */
+  if (c && l->cluster_pid == getpid()) sw_cluster_remove(c, l);
 }
 
 SW_API void sw_limiter_free(sw_limiter *l) {

@@ -5,6 +5,8 @@
 #ifndef SW_LIMITER_H
 #define SW_LIMITER_H
 
+#include <sys/types.h>
+
 #include "node.h"
 #include "rule.h"
 
@@ -61,6 +63,7 @@ struct sw_limiter {
   bool readonly; /* bound to a read-only mapping: writes are refused */
   bool borrowed; /* part of a larger object: *_free leaves it alone */
   sw_cluster *_Atomic cluster; /* the cluster it is added to, if any (cluster.c) */
+  pid_t cluster_pid;            /* ... by this process (a forked child has no refiller) */
 };
 
 /* Before a limiter handle's memory goes: out of its cluster, so that the

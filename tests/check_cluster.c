@@ -1364,7 +1364,9 @@ END_TEST
 /* Freeing a limiter, or the registry holding it, while it is still added
  * to a running cluster is safe: the free takes it out first, waiting for
  * the round in flight (ASan: no use after free). A limiter belongs to one
- * cluster at a time; after sw_cluster_free it can be freed as usual. */
+ * cluster at a time; after sw_cluster_free it can be freed as usual. A
+ * forked child can add it to its own cluster and free it without waiting
+ * on the parent's. */
 START_TEST(free_while_added) {
   NEED_REDIS();
   int port, fd = silent_server(&port);
@@ -1389,6 +1391,19 @@ START_TEST(free_while_added) {
   while (stats(l, sw_now_ms()).calls + stats(named, sw_now_ms()).calls == 0 &&
          sw_now_ms() < deadline)
     rf_sleep_ms(1);
+  fflush(stdout);
+  pid_t child = fork(); /* the refiller, maybe holding c's lock, is not in the child */
+  if (child == 0) {
+    alarm(5);
+    sw_cluster *mine = new_cluster(addr);
+    int ok = mine && sw_cluster_add(mine, l, "free-a") == SW_OK; /* the parent's link is stale */
+    sw_cluster_free(mine);
+    sw_limiter_free(l); /* waits for nothing */
+    _exit(ok ? 0 : 1);
+  }
+  int st;
+  ck_assert_int_eq(waitpid(child, &st, 0), child);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "forked child: status %d", st);
   sw_limiter_free(l);    /* no sw_cluster_remove */
   sw_registry_free(reg); /* nor for its limiter */
   rf_sleep_ms(1200);     /* more rounds: the refiller reads neither */

@@ -366,6 +366,7 @@ local function build(C, path)
   local function errmsg(rc)
     local msg = ffi_string(C.sw_last_error())
     if msg == "" then msg = ffi_string(C.sw_strerror(rc)) end
+    msg = msg:gsub("SW_OPT_SEGMENT_MAX_MB", "segment_max_mb") -- the option as Lua names it
     return ffi_string(C.sw_err_name(rc)) .. ": " .. msg
   end
 
@@ -581,7 +582,8 @@ local function build(C, path)
 
   -- geometry options: interval (s), windows, minute_interval (s),
   -- minute_windows, occupy_timeout (s), stripes, max_rt (s); of a segment:
-  -- mode, uid, gid (user / group are turned into uid / gid by the caller)
+  -- mode, uid, gid (user / group are turned into uid / gid by the caller),
+  -- segment_max_mb (the largest segment an open may create, default 2048)
   local GEOMETRY_NUMBERS = { -- Lua name, C key, scale, field of g
     { "interval", C.SW_OPT_SECOND_INTERVAL_MS, 1000, "second_interval_ms" },
     { "windows", C.SW_OPT_SECOND_SAMPLE_COUNT, 1, "second_sample_count" },
@@ -593,6 +595,7 @@ local function build(C, path)
     { "mode", C.SW_OPT_SEGMENT_MODE, 1, "segment_mode" },
     { "uid", C.SW_OPT_SEGMENT_UID, 1, "segment_uid" },
     { "gid", C.SW_OPT_SEGMENT_GID, 1, "segment_gid" },
+    { "segment_max_mb", C.SW_OPT_SEGMENT_MAX_MB, 1, "segment_max_mb" },
   }
   local function geometry_of(o)
     local g = {}
@@ -618,7 +621,7 @@ local function build(C, path)
     { "occupy_timeout_ms", C.SW_OPT_OCCUPY_TIMEOUT_MS },
     { "stripes", C.SW_OPT_STRIPES }, { "max_rt_ms", C.SW_OPT_MAX_RT_MS },
     { "segment_mode", C.SW_OPT_SEGMENT_MODE }, { "segment_uid", C.SW_OPT_SEGMENT_UID },
-    { "segment_gid", C.SW_OPT_SEGMENT_GID },
+    { "segment_gid", C.SW_OPT_SEGMENT_GID }, { "segment_max_mb", C.SW_OPT_SEGMENT_MAX_MB },
   }
 
   -- A sw_options (freed by the GC) holding the rule r and geometry g.
@@ -1286,6 +1289,7 @@ local function build(C, path)
   --   occupy_timeout = s, stripes = n, max_rt = s,
   --   capacity = n, segment = name, reset = bool, create = bool,
   --   mode = 0660, uid = n | user = "name", gid = n | group = "name",
+  --   segment_max_mb = n (a new segment over 2048 MiB needs it),
   --   clock = function() return ms end,
   --   key_name = function(key) return name end }  -- keys -> registry names
   function api.limiter(o)

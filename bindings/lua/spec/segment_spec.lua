@@ -39,6 +39,20 @@ describe("shared segment", function()
     for _, n in ipairs(names) do libsw.unlink_segment(n) end
   end)
 
+  it("a segment over 2048 MiB needs segment_max_mb, and leaves nothing when refused", function()
+    local seg = segment_name("big")
+    local lim, err, code = libsw.limiter { qps = 10, capacity = 60000, segment = seg }
+    assert.is_nil(lim)
+    assert.equal(libsw.ESIZE, code)
+    assert.truthy(err:find("larger than segment_max_mb=2048", 1, true), err)
+    assert.is_nil(io.open("/dev/shm/" .. seg))
+    lim = assert(libsw.limiter { qps = 10, capacity = 60000, segment = seg, segment_max_mb = 4096 })
+    assert.equal("pass", (lim:entry("a")))
+    lim, err = libsw.limiter { qps = 10, segment = seg, segment_max_mb = -1 }
+    assert.is_nil(lim)
+    assert.truthy(err:find("segment_max_mb", 1, true), err)
+  end)
+
   it("two processes share one limiter exactly", function()
     local seg = segment_name("share")
     local lim = assert(libsw.limiter { qps = 5, segment = seg, capacity = 4,

@@ -225,6 +225,22 @@ def test_failed_constructor_leaves_no_segment(shm_name):
         assert not os.path.exists("/dev/shm/" + shm_name), kw
 
 
+
+def test_segment_max_mb(shm_name):
+    # 60,000 names of 37 KiB: 2,142 MiB, over the default 2,048: refused,
+    # nothing left behind, until segment_max_mb says so (the file is sparse)
+    with pytest.raises(libsw.ArgumentError) as ei:
+        libsw.RateLimiter(10, segment=shm_name, names=60000)
+    assert "larger than segment_max_mb=2048" in str(ei.value)
+    assert not os.path.exists("/dev/shm/" + shm_name)
+    lim = libsw.RateLimiter(10, segment=shm_name, names=60000, segment_max_mb=4096)
+    assert lim.try_acquire()
+    lim.close()
+    with pytest.raises(TypeError):
+        libsw.RateLimiter(10, segment_max_mb=4096)
+    with pytest.raises(ValueError):
+        libsw.RateLimiter(10, segment=shm_name, segment_max_mb=0)
+
 _EXIT_SCRIPT = textwrap.dedent("""
     import os, sys
     import libsw

@@ -127,6 +127,7 @@ def error_from_code(code: int, context: str = "") -> Error:
     detail = ffi.string(lib.sw_last_error()).decode("utf-8", "replace")
     if not detail:
         detail = ffi.string(lib.sw_strerror(code)).decode()
+    detail = detail.replace("SW_OPT_SEGMENT_MAX_MB", "segment_max_mb")  # the argument's name here
     name = ffi.string(lib.sw_err_name(code)).decode()
     msg = "%s%s (%s)" % (context + ": " if context else "", detail, name)
     return _BY_CODE.get(code, Error)(msg, code)

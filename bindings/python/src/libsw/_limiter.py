@@ -227,6 +227,7 @@ class RateLimiter(PerKey):
         stripes: Optional[int] = None,
         on_full: Optional[str] = None,
         reset: bool = False,
+        segment_max_mb: Optional[int] = None,
         sleep: Optional[Callable[[float], Any]] = None,
         async_sleep: Optional[Callable[[float], Awaitable[Any]]] = None,
         cluster: Optional[str] = None,
@@ -246,7 +247,7 @@ class RateLimiter(PerKey):
             interval=interval, segment=segment, capacity=capacity, names=names, key_bytes=key_bytes,
             clock=clock, block=block,
             timeout=timeout, prioritized=prioritized, stripes=stripes, on_full=on_full,
-            sleep=sleep, async_sleep=async_sleep, cluster=cluster, lease=lease,
+            segment_max_mb=segment_max_mb, sleep=sleep, async_sleep=async_sleep, cluster=cluster, lease=lease,
             cluster_failure=cluster_failure, cluster_nodes=cluster_nodes,
             cluster_timeout=cluster_timeout, cluster_retry=cluster_retry,
             cluster_password=cluster_password,
@@ -304,6 +305,11 @@ class RateLimiter(PerKey):
         set_opt(opts, lib.SW_OPT_SECOND_INTERVAL_MS, seconds_to_ms(interval, "interval"), "interval")
         if stripes is not None:
             set_opt(opts, lib.SW_OPT_STRIPES, want_int(stripes, "stripes", 1, 64), "stripes")
+        if segment_max_mb is not None:
+            if segment is None:
+                raise TypeError("segment_max_mb= (the largest segment to create) needs segment=")
+            set_opt(opts, lib.SW_OPT_SEGMENT_MAX_MB, want_int(segment_max_mb, "segment_max_mb", 1, 2**24),
+                    "segment_max_mb")
         settings = None
         if cluster is not None:
             if cluster_failure not in _FAILURES:
