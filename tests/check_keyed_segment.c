@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 #include "segutil.h"
@@ -271,6 +272,7 @@ typedef struct board {
 } board;
 
 static void worker(const char *seg_name, board *b, int id) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive a test that failed */
   sw_keyed *k;
   if (sw_keyed_open(&k, seg_name, 64, NULL, 0) != SW_OK) _exit(3);
   uint32_t r = (uint32_t)getpid() * 2654435761u;
