@@ -10,9 +10,9 @@
 
 #include <pthread.h>
 #include <stdio.h>
-#include <unistd.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "limiter.h"
 #include "redis.h"

@@ -356,7 +356,10 @@ SW_API int sw_keyed_entry_at(sw_keyed *k, int64_t t, const void *key, size_t len
   if (sw__unlikely(key == NULL)) return sw__fail(SW_ENULL, "key is NULL");
   memset(d, 0, sizeof *d);
   sw__rule r;
-  sw__rule_box_hot(&k->hdr->rule, &r);
+  if (k->kind == SW__KT_REJECT) /* the plain reject rule reads its hot words only */
+    sw__rule_box_hot(&k->hdr->rule, &r);
+  else
+    sw__rule_box_load(&k->hdr->rule, &r, true);
   sw__kt_key q;
   sw__kt_ref ref;
   int rc, known = -1; /* what a first lookup found: SW__KT_FAST_*, -1 none made */
@@ -367,7 +370,6 @@ SW_API int sw_keyed_entry_at(sw_keyed *k, int64_t t, const void *key, size_t len
   } else if ((rc = sw__kt_prepare(k, key, len, &q)) < 0) {
     return rc;
   }
-  if (k->kind != SW__KT_REJECT) sw__rule_box_load(&k->hdr->rule, &r, true);
   for (int tries = 1;; tries++) {
     rc = known >= 0 ? known : sw__kt_find(k, &q, &ref);
     known = -1;
