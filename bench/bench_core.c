@@ -13,6 +13,8 @@
 
 #include <sw/sw.h>
 
+#include "bench.h"
+
 typedef struct job {
   pthread_t tid;
   const char *name;
@@ -20,12 +22,6 @@ typedef struct job {
   long ops;
   int64_t sink;
 } job;
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* Kept out of line so callgrind --toggle-collect=run_case sees only the ops. */
 __attribute__((noinline)) void run_case(job *j);

@@ -18,6 +18,8 @@
 
 #include <sw/sw.h>
 
+#include "bench.h"
+
 typedef struct job {
   pthread_t tid;
   const char *name;
@@ -26,12 +28,6 @@ typedef struct job {
   long ops;
   int64_t sink;
 } job;
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static inline void ipv4(uint32_t i, unsigned char key[4]) {
   uint32_t ip = 0x0a000000u + (uint32_t)((uint64_t)i * 2654435761u % 0x00ffffffu); /* 10.x.y.z */

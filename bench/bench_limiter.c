@@ -13,6 +13,8 @@
 
 #include <sw/sw.h>
 
+#include "bench.h"
+
 typedef struct job {
   pthread_t tid;
   sw_limiter *l;
@@ -31,12 +33,6 @@ __attribute__((noinline)) void run_case(job *j) {
 static void *thread_main(void *arg) {
   run_case(arg);
   return NULL;
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 int main(int argc, char **argv) {

@@ -13,16 +13,12 @@
 
 #include <sw/sw.h>
 
+#include "bench.h"
+
 __attribute__((noinline)) void run_case(sw_limiter *l, long ops);
 __attribute__((noinline)) void run_case(sw_limiter *l, long ops) {
   sw_decision d;
   for (long i = 0; i < ops; i++) sw_limiter_entry(l, 1, 0, &d);
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 int main(int argc, char **argv) {
