@@ -4,7 +4,7 @@
 # Usage: bench/run.sh [BUILD_DIR] (default: _build/plain)
 set -eu
 b=${1:-_build/plain}
-make -C "$b" -s bench/bench_core bench/bench_limiter bench/bench_segment >/dev/null
+make -C "$b" -s bench/bench_core bench/bench_limiter bench/bench_segment bench/bench_clock >/dev/null
 best() { # best of 5 runs by the ns field ($2)
   for i in 1 2 3 4 5; do "$@"; done | sort -t= -k"$SW_FIELD" -n | head -1
 }
@@ -18,6 +18,11 @@ irs() {
   echo "$ir" | awk -v n="$N" '{printf "%.1f", $1 / n}'
 }
 N=100000
+echo "# clock: ns per read (best of 5 runs): sw_now_ms by source, sw_now_ns (default duration clock)"
+SW_FIELD=3
+for src in default monotonic coarse ns; do best "$b/bench/bench_clock" read "$src" 20000000; done
+echo "# clock: lag of sw_now_ms (default: coarse) behind CLOCK_MONOTONIC, sampled every 100 us"
+"$b/bench/bench_clock" lag 2
 echo "# core: wall clock (noisy machine: best of 5 runs)"
 SW_FIELD=7
 for c in add sum check; do

@@ -289,13 +289,13 @@ static void sw__block_never(sw_decision *d) {
   d->retry_after_ms = -1;
 }
 
-static int sw__decide_pacing(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n,
-                             double qps, sw_decision *d) {
+static int sw__decide_pacing(sw_limiter *l, const sw__rule *r, int64_t t, bool precise,
+                             int64_t n, double qps, sw_decision *d) {
   if (n == 0) {
     sw__node_count_pass(&l->node, t, n, false, true);
     return SW_OK;
   }
-  if (sw__unlikely(t > SW__PACING_MAX_MS))
+  if (sw__unlikely(!precise && t > SW__PACING_MAX_MS))
     return sw__fail(SW_ETIME, "time %lld ms is beyond the range of pacing (%lld ms, 292 years)",
                     (long long)t, (long long)SW__PACING_MAX_MS);
   if (qps <= 0) {
@@ -307,7 +307,9 @@ static int sw__decide_pacing(sw_limiter *l, const sw__rule *r, int64_t t, int64_
     sw__block_never(d);
     return SW_OK;
   }
-  const int64_t cost = (int64_t)cost_ns, now = t * SW__NS_PER_MS,
+  /* the clock's entries pace on the duration clock: the window clock may
+   * advance by whole ticks, which would admit one request per tick */
+  const int64_t cost = (int64_t)cost_ns, now = precise ? sw_now_ns() : t * SW__NS_PER_MS,
                 max_queue = r->max_queue_ms * SW__NS_PER_MS;
   _Atomic int64_t *latest = &l->st->latest_passed;
   int64_t last = atomic_load(latest), next, wait;
@@ -338,8 +340,10 @@ static int sw__decide_pacing(sw_limiter *l, const sw__rule *r, int64_t t, int64_
   return SW_OK;
 }
 
-SW_API int sw_limiter_entry_at(sw_limiter *l, int64_t t, int64_t n, uint32_t flags,
-                               sw_decision *d) {
+/* An entry at t; precise: t is the window clock's now, and pacing reads
+ * the duration clock. */
+static int sw__limiter_entry(sw_limiter *l, int64_t t, bool precise, int64_t n, uint32_t flags,
+                             sw_decision *d) {
   SW__LIMITER_CHECK(l);
   SW__CHECK_WRITABLE(l);
   SW__CHECK_NULL(d, "decision");
@@ -354,13 +358,13 @@ SW_API int sw_limiter_entry_at(sw_limiter *l, int64_t t, int64_t n, uint32_t fla
   sw__rule_load(l->hdr, &r);
   switch (r.behavior) {
   case SW_BEHAVIOR_PACING:
-    if ((rc = sw__decide_pacing(l, &r, t, n, r.threshold, d)) < 0) return rc;
+    if ((rc = sw__decide_pacing(l, &r, t, precise, n, r.threshold, d)) < 0) return rc;
     break;
   case SW_BEHAVIOR_WARM_UP:
     sw__limiter_decide_qps(l, &r, t, n, flags, sw__warm_qps(&r, l, t), d);
     break;
   case SW_BEHAVIOR_WARM_UP_PACING:
-    if ((rc = sw__decide_pacing(l, &r, t, n, sw__warm_qps(&r, l, t), d)) < 0) return rc;
+    if ((rc = sw__decide_pacing(l, &r, t, precise, n, sw__warm_qps(&r, l, t), d)) < 0) return rc;
     break;
   default:
     if (r.cluster)
@@ -389,8 +393,13 @@ void sw__limiter_settle(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n, 
   if (d->verdict == SW_VERDICT_BLOCK) sw_node_increase_block_at(&l->node, t, n);
 }
 
+SW_API int sw_limiter_entry_at(sw_limiter *l, int64_t t, int64_t n, uint32_t flags,
+                               sw_decision *d) {
+  return sw__limiter_entry(l, t, false, n, flags, d);
+}
+
 SW_API int sw_limiter_entry(sw_limiter *l, int64_t n, uint32_t flags, sw_decision *d) {
-  return sw_limiter_entry_at(l, sw_now_ms(), n, flags, d);
+  return sw__limiter_entry(l, sw_now_ms(), true, n, flags, d);
 }
 
 SW_API int sw_limiter_exit_at(sw_limiter *l, int64_t t, int64_t rt_ms, int64_t n,

@@ -758,10 +758,31 @@ static void bad_sw_now_ms(void) {
 }
 
 static void bad_sw_clock_use(void) {
-  static const uint32_t sources[] = {2, 7, 0x80000000u, UINT32_MAX};
+  static const uint32_t sources[] = {3, 7, 0x80000000u, UINT32_MAX};
   FOR_EACH(source, sources, "%u") EXPECT(sw_clock_use(source), SW_EINVAL);
   EXPECT_GE(sw_now_ms(), 0); /* the clock in use is unchanged */
-  EXPECT_OK(sw_clock_use(SW_CLOCK_MONOTONIC));
+  EXPECT_OK(sw_clock_use(SW_CLOCK_DEFAULT));
+}
+
+static void bad_sw_now_ns(void) {
+  /* No input. A custom clock's milliseconds are scaled without overflow,
+   * whatever it returns. */
+  EXPECT_GE(sw_now_ns(), 0);
+  clock_at(INT64_MAX);
+  EXPECT_GE(sw_now_ns(), INT64_MAX);
+  clock_at(INT64_MIN);
+  mark_point();
+  (void)sw_now_ns();
+  clock_real();
+  EXPECT_GE(sw_now_ns(), 0);
+}
+
+static void bad_sw_clock_resolution_ns(void) {
+  /* No input: at least a millisecond, whatever the clock. */
+  EXPECT_GE(sw_clock_resolution_ns(), 1000000);
+  clock_at(-5);
+  EXPECT_GE(sw_clock_resolution_ns(), 1000000);
+  clock_real();
 }
 
 static void bad_sw_clock_set_custom(void) {
@@ -2837,6 +2858,7 @@ typedef struct {
 static const entry table[] = {
     E(sw_bucket_type_find),
     E(sw_bucket_type_register),
+    E(sw_clock_resolution_ns),
     E(sw_clock_set_custom),
     E(sw_clock_use),
     E(sw_err_name),
@@ -2964,6 +2986,7 @@ static const entry table[] = {
     E(sw_node_try_occupy_next_at),
     E(sw_node_waiting_at),
     E(sw_now_ms),
+    E(sw_now_ns),
     E(sw_option_bounds),
     E(sw_option_name),
     E(sw_options_clone),

@@ -1,5 +1,7 @@
 /* Errors, version, options and the clock. */
+#define _GNU_SOURCE
 #include <string.h>
+#include <time.h>
 
 #include "testutil.h"
 
@@ -73,8 +75,35 @@ START_TEST(test_clock) {
   ck_assert_int_eq(sw_now_ms(), 42);
   fake_now = 1000;
   ck_assert_int_eq(sw_now_ms(), 1000);
+  ck_assert_int_eq(sw_now_ns(), INT64_C(1000000000)); /* durations follow a custom clock */
+  ck_assert_int_eq(sw_clock_resolution_ns(), 1000000);
+  fake_now = INT64_MAX / 1000;
+  ck_assert_int_eq(sw_now_ns(), INT64_MAX); /* saturates */
   ck_ok(sw_clock_set_custom(NULL, NULL));
   ck_assert_int_ge(sw_now_ms(), b);
+  ck_ok(sw_clock_use(SW_CLOCK_DEFAULT));
+}
+END_TEST
+
+/* The default: windows on the coarse clock (its resolution is the tick),
+ * which never runs ahead of the precise one; durations precise. */
+START_TEST(test_default_clock_split) {
+  struct timespec res;
+  ck_assert_int_eq(clock_getres(CLOCK_MONOTONIC_COARSE, &res), 0);
+  int64_t tick = res.tv_sec * INT64_C(1000000000) + res.tv_nsec;
+  ck_assert_int_eq(sw_clock_resolution_ns(), tick > 1000000 ? tick : 1000000);
+  for (int i = 0; i < 1000; i++) {
+    int64_t ms = sw_now_ms(), after = sw_now_ns();
+    ck_assert_int_le(ms, after / 1000000);
+  }
+  /* the duration clock resolves below a millisecond */
+  int64_t a = sw_now_ns(), b;
+  while ((b = sw_now_ns()) == a) {
+  }
+  ck_assert_int_lt(b - a, 1000000);
+  ck_ok(sw_clock_use(SW_CLOCK_MONOTONIC));
+  ck_assert_int_eq(sw_clock_resolution_ns(), 1000000);
+  ck_ok(sw_clock_use(SW_CLOCK_DEFAULT));
 }
 END_TEST
 
@@ -89,6 +118,7 @@ END_TEST
 int main(void) {
   Suite *s = suite_create("errors");
   SW_TCASE(s, "core", test_strerror_table, test_version, test_options, test_clock,
+           test_default_clock_split,
            test_last_error_names_the_value);
   return sw_test_run(s);
 }

@@ -219,8 +219,8 @@ static inline __attribute__((always_inline)) int sw__kt_fast(sw_keyed *k, int64_
 
 /* Pacing per key (a leaky bucket, as nginx's limit_req): the last
  * admission in 1/16 us on a 52-bit clock; one CAS. */
-static int sw__kt_decide_pacing(sw_keyed *k, const sw__rule *r, int64_t t, uint32_t idx,
-                                uint32_t gen, int64_t n, sw_decision *d) {
+static int sw__kt_decide_pacing(sw_keyed *k, const sw__rule *r, int64_t t, bool precise,
+                                uint32_t idx, uint32_t gen, int64_t n, sw_decision *d) {
   _Atomic uint64_t *aux = sw__kt_aux(k, idx);
   const int64_t wid = t / k->wl;
   const double ticks = (double)n / r->threshold * 1000.0 * SW__KT_TICKS_PER_MS;
@@ -230,7 +230,11 @@ static int sw__kt_decide_pacing(sw_keyed *k, const sw__rule *r, int64_t t, uint3
     return SW_OK;
   }
   const int64_t cost = (int64_t)round(ticks), max_queue = r->max_queue_ms * SW__KT_TICKS_PER_MS;
-  const uint64_t now = ((uint64_t)t * SW__KT_TICKS_PER_MS) & SW__KT_VALUE_MASK;
+  /* the clock's entries pace on the duration clock (see limiter.c) */
+  const int64_t ns = precise ? sw_now_ns() : -1;
+  _Static_assert(SW__KT_TICKS_PER_MS == 16000, "a tick is 62.5 ns: ns * 2 / 125");
+  const uint64_t now = (ns >= 0 ? (uint64_t)ns * 2 / 125 : (uint64_t)t * SW__KT_TICKS_PER_MS) &
+                       SW__KT_VALUE_MASK;
   uint64_t a = atomic_load_explicit(aux, memory_order_relaxed), next;
   int64_t wait;
   for (;;) {
@@ -309,12 +313,12 @@ static int sw__kt_decide_concurrency(sw_keyed *k, const sw__rule *r, int64_t t, 
   return SW_OK;
 }
 
-int sw__kt_decide(sw_keyed *k, const sw__rule *r, int64_t t, const sw__kt_ref *ref, int64_t n,
-                  sw_decision *d) {
+int sw__kt_decide(sw_keyed *k, const sw__rule *r, int64_t t, bool precise, const sw__kt_ref *ref,
+                  int64_t n, sw_decision *d) {
   const uint32_t gen = sw__kt_mgen(ref->meta);
   switch (k->kind) {
   case SW__KT_PACING:
-    return sw__kt_decide_pacing(k, r, t, ref->idx, gen, n, d);
+    return sw__kt_decide_pacing(k, r, t, precise, ref->idx, gen, n, d);
   case SW__KT_CONCURRENCY:
     return sw__kt_decide_concurrency(k, r, t, ref->idx, gen, n, d);
   default:
@@ -342,8 +346,10 @@ static void sw__kt_refused(sw_keyed *k, int64_t t, int64_t n, sw_decision *d) {
     if (sw__unlikely((k) == NULL)) return sw__fail(SW_ENULL, "keyed table is NULL"); \
   } while (0)
 
-SW_API int sw_keyed_entry_at(sw_keyed *k, int64_t t, const void *key, size_t len, int64_t n,
-                             uint32_t flags, sw_decision *d) {
+/* An entry at t; precise: t is the window clock's now (pacing reads the
+ * duration clock). */
+static int sw__keyed_entry(sw_keyed *k, int64_t t, bool precise, const void *key, size_t len,
+                           int64_t n, uint32_t flags, sw_decision *d) {
   SW__KT_CHECK(k);
   SW__CHECK_WRITABLE(k);
   SW__CHECK_NULL(d, "decision");
@@ -378,7 +384,7 @@ SW_API int sw_keyed_entry_at(sw_keyed *k, int64_t t, const void *key, size_t len
       sw__kt_refused(k, t, n, d);
       return SW_OK;
     }
-    if ((rc = sw__kt_decide(k, &r, t, &ref, n, d)) != SW__KT_RETRY) return rc;
+    if ((rc = sw__kt_decide(k, &r, t, precise, &ref, n, d)) != SW__KT_RETRY) return rc;
     /* The slot is being given to another key. Its giver finishes in a few
      * instructions; one that died is repaired by the next locker of the
      * key's buckets, so after a while go through them. */
@@ -386,9 +392,14 @@ SW_API int sw_keyed_entry_at(sw_keyed *k, int64_t t, const void *key, size_t len
   }
 }
 
+SW_API int sw_keyed_entry_at(sw_keyed *k, int64_t t, const void *key, size_t len, int64_t n,
+                             uint32_t flags, sw_decision *d) {
+  return sw__keyed_entry(k, t, false, key, len, n, flags, d);
+}
+
 SW_API int sw_keyed_entry(sw_keyed *k, const void *key, size_t len, int64_t n, uint32_t flags,
                           sw_decision *d) {
-  return sw_keyed_entry_at(k, sw_now_ms(), key, len, n, flags, d);
+  return sw__keyed_entry(k, sw_now_ms(), true, key, len, n, flags, d);
 }
 
 SW_API int sw_keyed_exit_at(sw_keyed *k, int64_t t, const void *key, size_t len, int64_t rt_ms,

@@ -285,8 +285,8 @@ bool sw__kt_idle(const sw_keyed *k, uint32_t idx, uint32_t gen, int64_t t);
 static inline int64_t sw__kt_wid_of(const sw_keyed *k, int64_t t) { return t / k->wl; }
 
 /* entry.c: the rule (loaded by the caller) applied to one key's slot. */
-int sw__kt_decide(sw_keyed *k, const sw__rule *r, int64_t t, const sw__kt_ref *ref, int64_t n,
-                  sw_decision *d);
+int sw__kt_decide(sw_keyed *k, const sw__rule *r, int64_t t, bool precise, const sw__kt_ref *ref,
+                  int64_t n, sw_decision *d);
 
 /* Passes of a slot's interval at t (words of generation gen); -1 if a word
  * is of another generation. */

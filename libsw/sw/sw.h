@@ -93,16 +93,33 @@ SW_API const char *sw_version_string(void);
 
 /* ------------------------------------------------------------------- clock */
 
-#define SW_CLOCK_MONOTONIC 0u        /* CLOCK_MONOTONIC: precise (default) */
-#define SW_CLOCK_MONOTONIC_COARSE 1u /* CLOCK_MONOTONIC_COARSE: cheaper, tick resolution */
+/* Clock sources (sw_clock_use). The window clock places requests in windows
+ * (sw_now_ms and every call without a time argument); the duration clock
+ * measures what must be precise: pacing and warm-up pacing waits, response
+ * times a caller takes with sw_now_ns. */
+#define SW_CLOCK_MONOTONIC 0u        /* both CLOCK_MONOTONIC: precise, ~25 ns a read */
+#define SW_CLOCK_MONOTONIC_COARSE 1u /* both CLOCK_MONOTONIC_COARSE: one tick of resolution */
+#define SW_CLOCK_DEFAULT 2u          /* windows coarse (~4 ns), durations CLOCK_MONOTONIC */
 
-/* Current time in milliseconds from the process-wide clock. */
+/* Current time in milliseconds from the window clock (by default
+ * CLOCK_MONOTONIC_COARSE: up to one kernel tick behind CLOCK_MONOTONIC,
+ * never ahead; sw_clock_resolution_ns says how far). Thread-safe. */
 SW_API int64_t sw_now_ms(void);
-/* Select the process-wide clock source. Not meant to race with readers. */
+/* Current time in nanoseconds from the duration clock (CLOCK_MONOTONIC by
+ * default; a custom clock's milliseconds x 10^6): for response times. */
+SW_API int64_t sw_now_ns(void);
+/* Resolution of sw_now_ms in nanoseconds (at least 1 ms): the kernel tick
+ * of the coarse clock, 1 ms for the precise or a custom clock. SW_EIO if
+ * the system cannot tell. */
+SW_API int64_t sw_clock_resolution_ns(void);
+/* Select the process-wide clock sources (SW_CLOCK_DEFAULT initially). Not
+ * meant to race with readers. Processes sharing a segment should use the
+ * same source: a process on a coarser clock sees windows turn later. */
 SW_API int sw_clock_use(uint32_t source);
-/* Install a custom clock (tests, simulations); NULL restores the source
- * chosen with sw_clock_use. fn must return milliseconds >= 0. Not meant to
- * race with readers: a reader may pair the old fn with the new user. */
+/* Install a custom clock (tests, simulations) for windows and durations;
+ * NULL restores the sources chosen with sw_clock_use. fn must return
+ * milliseconds >= 0. Not meant to race with readers: a reader may pair the
+ * old fn with the new user. */
 typedef int64_t (*sw_clock_fn)(void *user);
 SW_API int sw_clock_set_custom(sw_clock_fn fn, void *user);
 
