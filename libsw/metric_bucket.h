@@ -74,17 +74,25 @@ static inline void sw__mb_exit(const sw__metric_cfg *cfg, void *bucket, int64_t 
   sw__mb_stripe_min(st, rt);
 }
 
+/* Sum of an event over the stripes after the first (unrolled: stripes is a
+ * power of two). */
+static inline int64_t sw__mb_sum_tail(uint32_t stripes, const void *bucket, sw_event ev) {
+  const sw__mb_stripe *st = bucket;
+#define SW__LD(i) atomic_load_explicit(&st[i].c[ev], memory_order_relaxed)
+  if (stripes == 1) return 0;
+  int64_t sum = SW__LD(1);
+  if (stripes == 2) return sum;
+  sum += SW__LD(2) + SW__LD(3);
+  for (uint32_t i = 4; i < stripes; i += 2) sum += SW__LD(i) + SW__LD(i + 1);
+  return sum;
+#undef SW__LD
+}
+
 /* Sum of an event over the stripes. */
 static inline int64_t sw__mb_sum(uint32_t stripes, const void *bucket, sw_event ev) {
   const sw__mb_stripe *st = bucket;
-#define SW__LD(i) atomic_load_explicit(&st[i].c[ev], memory_order_relaxed)
-  int64_t sum = SW__LD(0);
-  if (stripes == 1) return sum;
-  sum += SW__LD(1);
-  if (stripes == 2) return sum;
-  for (uint32_t i = 2; i < stripes; i += 2) sum += SW__LD(i) + SW__LD(i + 1);
-  return sum;
-#undef SW__LD
+  return atomic_load_explicit(&st[0].c[ev], memory_order_relaxed) +
+         sw__mb_sum_tail(stripes, bucket, ev);
 }
 
 /* Same, for any metric bucket: a sealed future PASS reads unsealed. */

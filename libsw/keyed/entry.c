@@ -399,7 +399,7 @@ SW_API int sw_keyed_entry_at(sw_keyed *k, int64_t t, const void *key, size_t len
 
 SW_API int sw_keyed_entry(sw_keyed *k, const void *key, size_t len, int64_t n, uint32_t flags,
                           sw_decision *d) {
-  return sw__keyed_entry(k, sw_now_ms(), true, key, len, n, flags, d);
+  return sw__keyed_entry(k, sw__now_ms(), true, key, len, n, flags, d);
 }
 
 SW_API int sw_keyed_exit_at(sw_keyed *k, int64_t t, const void *key, size_t len, int64_t rt_ms,
@@ -440,5 +440,5 @@ SW_API int sw_keyed_exit_at(sw_keyed *k, int64_t t, const void *key, size_t len,
 
 SW_API int sw_keyed_exit(sw_keyed *k, const void *key, size_t len, int64_t rt_ms, int64_t n,
                          uint32_t flags) {
-  return sw_keyed_exit_at(k, sw_now_ms(), key, len, rt_ms, n, flags);
+  return sw_keyed_exit_at(k, sw__now_ms(), key, len, rt_ms, n, flags);
 }
