@@ -84,11 +84,15 @@ static inline __attribute__((always_inline)) int64_t sw__older_pass(const sw_met
  * and the hint knows its slot; no slot holds a newer window, no window of
  * the interval is borrowed-only, the older ones are sealed (strict). The
  * same decision as sw__admit_general's in that state, window values kept.
- * Returns 1 admitted, 0 refused, -1 when the general path must decide. */
+ * raw (sw_metric_try_pass): the interval's PASS + n against raw_limit
+ * instead of Sentinel's QPS check. Returns 1 admitted, 0 refused, -1 when
+ * the general path must decide. */
 static inline __attribute__((always_inline)) int sw__admit_fast(sw_metric *m, int64_t t,
                                                                 int64_t n, double limit,
-                                                                bool strict,
+                                                                bool strict, bool raw,
+                                                                int64_t raw_limit,
                                                                 sw__admit_view *view) {
+#define SW__OVER(pass) (raw ? (pass) + n > raw_limit : sw__over((pass), m->isec, n, limit))
   const sw_leap_array *la = &m->la;
   const uint32_t nwin = (uint32_t)la->n, stripes = m->cfg.stripes;
   int64_t ws;
@@ -112,12 +116,13 @@ static inline __attribute__((always_inline)) int sw__admit_fast(sw_metric *m, in
   }
   sw__mb_stripe *cur = sw__la_body(la, cs, (cq >> 1) & 1);
   view->nwin = nwin;
+  view->ws = ws;
   if (!strict) {
     int64_t c = sw__mb_sum(stripes, cur, SW_EVENT_PASS) & ~SW__SEALED;
     if (sw__unlikely(!sw__la_still_valid(cs, cq))) return -1;
     view->pass = acc + c;
     view->win[0] = c;
-    if (sw__over(acc + c, m->isec, n, limit)) return 0;
+    if (SW__OVER(acc + c)) return 0;
     sw__mb_add(&m->cfg, cur, SW_EVENT_PASS, n);
     return 1;
   }
@@ -129,7 +134,7 @@ static inline __attribute__((always_inline)) int sw__admit_fast(sw_metric *m, in
   for (;;) {
     if (sw__unlikely(c & SW__SEALED)) return -1; /* a newer window has started */
     view->pass = acc + c;
-    if (sw__over(acc + c, m->isec, n, limit)) break;
+    if (SW__OVER(acc + c)) break;
     if (atomic_compare_exchange_weak_explicit(word, &c, c + n, memory_order_relaxed,
                                               memory_order_relaxed))
       return 1;
@@ -138,6 +143,7 @@ static inline __attribute__((always_inline)) int sw__admit_fast(sw_metric *m, in
   for (uint32_t i = 1; i < nwin; i++) older += view->win[i];
   view->win[0] = view->pass - older;
   return 0;
+#undef SW__OVER
 }
 
 /* Admission of n at t (see sw__admit_general): the fast path, or the
@@ -146,8 +152,8 @@ static inline __attribute__((always_inline)) int sw__metric_admit(sw_metric *m, 
                                                                   int64_t n, double limit,
                                                                   bool strict,
                                                                   sw__admit_view *view) {
-  int rc = strict ? sw__admit_fast(m, t, n, limit, true, view)
-                  : sw__admit_fast(m, t, n, limit, false, view);
+  int rc = strict ? sw__admit_fast(m, t, n, limit, true, false, 0, view)
+                  : sw__admit_fast(m, t, n, limit, false, false, 0, view);
   if (sw__likely(rc >= 0)) return rc;
   view->nwin = 0;
   return sw__admit_general(m, t, n, limit, strict, &view->pass);

@@ -228,20 +228,29 @@ static __attribute__((noinline)) int64_t sw__retry_after_view(sw_limiter *l, int
                                                               const sw__admit_view *v) {
   const sw_metric *sec = &l->node.second;
   const uint32_t nwin = v->nwin;
-  const int64_t wl = sec->la.wl, ws = t - t % wl;
-  if (v->nwin == 0 || ws > INT64_MAX - 2 * (int64_t)nwin * wl || (double)n > limit)
+  const int64_t wl = sec->la.wl, ws = v->ws, last = 2 * (int64_t)nwin;
+  if (nwin == 0 || ws > INT64_MAX - last * wl || (double)n > limit)
     return sw__retry_after(l, t, n, limit);
-  int64_t kept = v->pass, borrowed[2 * SW__ADMIT_WINDOWS + 1] = {0};
-  for (uint32_t j = 1; sec->hdr->occupiable && j <= 2 * nwin; j++)
-    borrowed[j] = sw__metric_borrowed(sec, ws + (int64_t)j * wl);
-  int64_t coming = 0;
-  uint32_t k = 1;
-  for (; k <= 2 * nwin; k++) {
+  /* the windows after t's that hold borrowed passes: ws + fj[i] * wl */
+  int64_t fj[SW__ADMIT_WINDOWS], fv[SW__ADMIT_WINDOWS];
+  uint32_t nf = 0;
+  for (uint32_t f = 0; sec->hdr->occupiable && f < nwin; f++) {
+    uint64_t seq;
+    int64_t start;
+    if (sw__la_active(sw__la_slot_at(&sec->future, f), &seq, &start) && start > ws &&
+        start <= ws + last * wl) {
+      fj[nf] = (start - ws) / wl;
+      fv[nf++] = sw__borrowed_for(sec, f, start);
+    }
+  }
+  int64_t kept = v->pass, k = 1;
+  for (; k <= last; k++) {
     if (k <= nwin) kept -= v->win[nwin - k]; /* the oldest window leaves */
-    coming += borrowed[k] - (k > nwin ? borrowed[k - nwin] : 0);
+    int64_t coming = 0;
+    for (uint32_t i = 0; i < nf; i++) coming += fj[i] <= k && fj[i] > k - nwin ? fv[i] : 0;
     if ((double)(int64_t)((double)(kept + coming) / sec->isec) + (double)n <= limit) break;
   }
-  return ws + (int64_t)(k <= 2 * nwin ? k : 2 * nwin) * wl - t;
+  return ws + (k <= last ? k : last) * wl - t;
 }
 
 /* Whole units left under limit (>= 0) once used are taken. */

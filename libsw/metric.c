@@ -163,10 +163,6 @@ SW_API double sw_metric_interval_sec(const sw_metric *m) {
 
 /* ------------------------------------------------------------------ reads */
 
-int64_t sw__metric_borrowed(const sw_metric *m, int64_t start) {
-  return sw__borrowed_for(m, (uint32_t)((start / m->future.wl) % m->future.n), start);
-}
-
 /* What a strict admission's read found besides the sum. */
 typedef struct sw__strict_view {
   bool unsealed; /* an older window of the interval is not sealed */
@@ -508,6 +504,11 @@ SW_API int sw_metric_try_pass_at(sw_metric *m, int64_t t, int64_t n, int64_t lim
   SW__CHECK_TIME(t);
   int rc = sw__check_count("n", n);
   if (rc < 0) return rc;
+  sw__admit_view view;
+  if ((rc = sw__admit_fast(m, t, n, 0, false, true, limit, &view)) >= 0) {
+    if (pass_out) *pass_out = view.pass;
+    return rc;
+  }
   void *body = NULL;
   int64_t pass = sw__fold(m, t, SW_EVENT_PASS, false, &body);
   if (pass_out) *pass_out = pass;

@@ -48,6 +48,7 @@ void sw__metric_fini(void *mem);
 #define SW__ADMIT_WINDOWS 16
 typedef struct sw__admit_view {
   int64_t pass;
+  int64_t ws; /* the start of t's window */
   uint32_t nwin;
   int64_t win[SW__ADMIT_WINDOWS];
 } sw__admit_view;
@@ -61,10 +62,6 @@ typedef struct sw__admit_view {
  * entries call sw__metric_admit (admit.h), which tries a fast path first. */
 int sw__admit_general(sw_metric *m, int64_t t, int64_t n, double limit, bool strict,
                       int64_t *pass_before);
-
-/* Passes borrowed for the window starting at start (the borrow array's,
- * 0 if it holds none for that window). */
-int64_t sw__metric_borrowed(const sw_metric *m, int64_t start);
 
 /* Read the metric options (SW_OPT_OCCUPIABLE, SW_OPT_STRIPES, SW_OPT_MAX_RT_MS). */
 void sw__metric_options(const sw_options *opts, bool *occupiable, uint32_t *stripes,

@@ -75,9 +75,12 @@ static inline __attribute__((always_inline)) void sw__node_count(sw_node *node, 
 static inline __attribute__((always_inline)) void sw__node_count_exit(sw_node *node, int64_t t,
                                                                       int64_t rt, int64_t n,
                                                                       bool error) {
+  const uint32_t h = sw__stripe_hint();
   void *b;
-  if ((b = sw__la_current_body(&node->second.la, t))) sw__mb_exit(&node->second.cfg, b, rt, n, error);
-  if ((b = sw__la_current_body(&node->minute.la, t))) sw__mb_exit(&node->minute.cfg, b, rt, n, error);
+  if ((b = sw__la_current_body(&node->second.la, t)))
+    sw__mb_exit(&node->second.cfg, b, h, rt, n, error);
+  if ((b = sw__la_current_body(&node->minute.la, t)))
+    sw__mb_exit(&node->minute.cfg, b, h, rt, n, error);
 }
 
 /* One request less in flight; false if there was none. */
