@@ -148,29 +148,51 @@ END_TEST
 /* ----------------------------------------------------------------- clocks */
 
 /* Pacing at 10,000 a second with no queue admits one request every 0.1 ms
- * of the duration clock. Paced on the coarse window clock it would admit
- * one per tick (4 ms on Debian's kernels): about 12 in 50 ms. */
-START_TEST(test_pacing_uses_the_duration_clock) {
+ * of the duration clock, so several within one tick of the coarse window
+ * clock. Paced on the window clock it could admit only one per tick: two
+ * admissions with the same sw_now_ms() never happen. The same for a keyed
+ * table's pacing per key. (Nothing here depends on the machine's speed:
+ * the loop ends at the first pair, which takes 0.2 ms of running.) */
+static sw_options *pacing_opts(void) {
   sw_options *o;
-  sw_limiter *l;
   ck_ok(sw_options_create(&o));
   ck_ok(sw_options_set(o, SW_OPT_BEHAVIOR, SW_BEHAVIOR_PACING));
   ck_ok(sw_options_set_double(o, SW_OPT_THRESHOLD, 10000));
   ck_ok(sw_options_set(o, SW_OPT_MAX_QUEUE_MS, 0));
+  return o;
+}
+
+START_TEST(test_pacing_uses_the_duration_clock) {
+  sw_options *o = pacing_opts();
+  sw_limiter *l;
+  sw_keyed *k;
   ck_ok(sw_limiter_create(&l, o));
+  ck_ok(sw_keyed_create(&k, 16, o));
   sw_options_free(o);
   ck_assert_int_ge(sw_clock_resolution_ns(), 1000000);
-  int64_t passed = 0, end = sw_now_ns() + 50 * INT64_C(1000000);
-  while (sw_now_ns() < end) {
+  int64_t last = -1, key_last = -1;
+  bool two = false, key_two = false;
+  int64_t end = sw_now_ns() + 20 * INT64_C(1000000000);
+  while (!(two && key_two) && sw_now_ns() < end) {
     sw_decision d;
+    int64_t ms = sw_now_ms();
     ck_ok(sw_limiter_entry(l, 1, 0, &d));
     if (d.verdict == SW_VERDICT_PASS) {
-      passed++;
+      two = two || (ms == last && ms == sw_now_ms());
+      last = ms;
       ck_ok(sw_limiter_exit(l, 0, 1, 0));
     }
+    ms = sw_now_ms();
+    ck_ok(sw_keyed_entry(k, "ip", 2, 1, 0, &d));
+    if (d.verdict == SW_VERDICT_PASS) {
+      key_two = key_two || (ms == key_last && ms == sw_now_ms());
+      key_last = ms;
+    }
   }
-  ck_assert_msg(passed > 100, "pacing admitted %lld in 50 ms at 10,000/s", (long long)passed);
+  ck_assert_msg(two, "no two paced admissions within one tick of the window clock in 20 s");
+  ck_assert_msg(key_two, "no two paced admissions of a key within one tick in 20 s");
   sw_limiter_free(l);
+  sw_keyed_free(k);
 }
 END_TEST
 
