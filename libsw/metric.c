@@ -471,6 +471,9 @@ int sw__admit_general(sw_metric *m, int64_t t, int64_t n, double limit, bool str
       t = start;
       continue;
     }
+    /* t's window exists: the next admissions of this handle in it take the
+     * fast path (another process may have created it) */
+    sw__la_hint_set(&m->la, t - t % wl, (uint32_t)((t / wl) % m->la.n));
     if (!strict) {
       *pass_before = pass;
       if (sw__over(pass, isec, n, limit)) return 0;
