@@ -445,12 +445,15 @@ static void kill_stopped(pid_t pid) {
  * admission sealed the older window first, so the late one fails its CAS
  * and decides again at the newer window. Threshold 2: it is blocked (the
  * interval holds 2; without the seal, 3). Threshold 3: it passes, counted
- * in the newer window (not refused for finding the sealed word). Both on
- * the general path (a fresh handle) and on the fast path (a handle that
- * knows the window: its first entry, of 0, passes the point too). */
+ * in the newer window (not refused for finding the sealed word). The late
+ * admission on the general path (a fresh handle) and on the fast path (a
+ * handle that knows the window: its first entry, of 0, passes the point
+ * too); the newer one on the general path (it creates its window) and on
+ * the fast path (an exit created the window first: the fast path must
+ * not count with an older window unsealed). */
 START_TEST(test_strict_admission_across_a_boundary) {
-  for (int run = 0; run < 4; run++) {
-    const int threshold = 2 + run % 2, warm = run / 2;
+  for (int run = 0; run < 8; run++) {
+    const int threshold = 2 + run % 2, warm = run / 2 % 2, newer_fast = run / 4;
     char name[64];
     snprintf(name, sizeof name, "sw-crash-seal-%d-%d", (int)getpid(), run);
     sw_segment *seg = segment_new(name, threshold);
@@ -461,6 +464,7 @@ START_TEST(test_strict_admission_across_a_boundary) {
     ck_assert_int_eq(d.verdict, SW_VERDICT_PASS);
     pid_t late = warm ? stop_at_nth("strict-cas", 2, "strict-warm", name)
                       : stop_at("strict-cas", "strict", name); /* read 1 pass at t=400 */
+    if (newer_fast) ck_ok(sw_limiter_exit_at(l, 550, 0, 1, 0)); /* creates window 500 */
     ck_ok(sw_limiter_entry_at(l, 600, 1, 0, &d));
     ck_assert_int_eq(d.verdict, SW_VERDICT_PASS);
     kill(late, SIGCONT);
@@ -468,8 +472,9 @@ START_TEST(test_strict_admission_across_a_boundary) {
     ck_assert_int_eq(waitpid(late, &status, 0), late);
     const int want = threshold == 2 ? SW_VERDICT_BLOCK : SW_VERDICT_PASS;
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 10 + want,
-                  "threshold %d (%s path), the late admission: status %d", threshold,
-                  warm ? "fast" : "general", status);
+                  "threshold %d (late: %s path, newer: %s path), the late admission: "
+                  "status %d", threshold, warm ? "fast" : "general",
+                  newer_fast ? "fast" : "general", status);
     sw_metric *sec = sw_node_second_metric(sw_limiter_node(l));
     ck_assert_int_eq(sw_metric_pass_at(sec, 600), 2 + (threshold == 3));
     ck_assert_int_eq(sw_metric_window_pass_at(sec, 600), 1 + (threshold == 3));

@@ -145,6 +145,33 @@ START_TEST(test_stale_hint_counts_in_the_right_window) {
 }
 END_TEST
 
+/* A window of the interval that no entry wrote, but into which entries
+ * borrowed (prioritized): its passes count. Window 10500 gets 10 borrowed
+ * passes and no entry; an exit creates window 11000, so the entry at 11100
+ * finds its window and could decide on the fast path: it must see the 10. */
+START_TEST(test_borrowed_only_window_counts) {
+  sw_options *o;
+  sw_limiter *l;
+  sw_decision d;
+  ck_ok(sw_options_create(&o));
+  ck_ok(sw_options_set_double(o, SW_OPT_THRESHOLD, 10));
+  ck_ok(sw_limiter_create(&l, o));
+  sw_options_free(o);
+  for (int i = 0; i < 10; i++) ck_ok(sw_limiter_entry_at(l, 9600, 1, 0, &d));
+  for (int i = 0; i < 10; i++) {
+    ck_ok(sw_limiter_entry_at(l, 10300, 1, SW_ENTRY_PRIORITIZED, &d));
+    ck_assert_int_eq(d.verdict, SW_VERDICT_WAIT);
+  }
+  ck_ok(sw_limiter_exit_at(l, 11000, 1, 1, 0));
+  ck_ok(sw_limiter_entry_at(l, 11100, 1, 0, &d));
+  ck_assert_int_eq(d.verdict, SW_VERDICT_BLOCK);
+  ck_assert_int_eq(d.retry_after_ms, 400); /* 10500 leaves at 11500 */
+  ck_ok(sw_limiter_entry_at(l, 11500, 1, 0, &d));
+  ck_assert_int_eq(d.verdict, SW_VERDICT_PASS);
+  sw_limiter_free(l);
+}
+END_TEST
+
 /* ----------------------------------------------------------------- clocks */
 
 /* Pacing at 10,000 a second with no queue admits one request every 0.1 ms
@@ -250,7 +277,8 @@ int main(void) {
   tcase_set_timeout(tc, 300);
   tcase_add_loop_test(tc, test_reject_matches_model, 0, 8);
   suite_add_tcase(s, tc);
-  SW_TCASE(s, "hint", test_stale_hint_counts_in_the_right_window);
+  SW_TCASE(s, "hint", test_stale_hint_counts_in_the_right_window,
+           test_borrowed_only_window_counts);
   SW_TCASE(s, "clocks", test_pacing_uses_the_duration_clock);
   SW_TCASE(s, "stripes", test_adds_go_to_the_cpu_stripe);
   return sw_test_run(s);
