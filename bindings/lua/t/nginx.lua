@@ -123,10 +123,20 @@ local root = libsw.geteuid() == 0
 -- `timeout` and stopped by its own PID.
 local redis_pids = {}
 
--- A redis-server on a free port (extra: more options): port, or nil.
+-- The parent of process pid (nil once it is gone).
+local function parent_of(pid)
+  local stat = read("/proc/" .. pid .. "/stat")
+  return stat and tonumber(stat:match("^%d+ %b() %S+ (%d+)"))
+end
+
+-- A redis-server on a free port (extra: more options): port, or nil. The
+-- server that answers must be ours (a child of our `timeout`): on a port
+-- another test's Redis already holds, ours fails to bind while theirs
+-- answers PING, and the test would use (and at the end kill) theirs.
+-- Ports up to 55535: a cluster node also listens on its port + 10000.
 local function start_redis(extra)
   for _ = 1, 5 do
-    local p = math.random(20000, 60000)
+    local p = math.random(20000, 55535)
     local pid = tonumber(sh(("cd %s && timeout 600 redis-server --port %d --bind 127.0.0.1 "
       .. "--save '' --appendonly no --daemonize no %s > logs/redis-%d.log 2>&1 & echo $!"):format(
         prefix, p, extra or "", p)))
@@ -134,9 +144,13 @@ local function start_redis(extra)
       if sh(("redis-cli -p %d ping"):format(p)):find("PONG") then
         -- the server's own PID ($! is timeout's, which SIGKILL would not pass on)
         local spid = tonumber(sh(("redis-cli -p %d info server"):format(p)):match("process_id:(%d+)"))
-        redis_pids[#redis_pids + 1] = spid
-        return p, spid
+        if spid and parent_of(spid) == pid then
+          redis_pids[#redis_pids + 1] = spid
+          return p, spid
+        end
+        break -- another Redis holds the port
       end
+      if not parent_of(pid) then break end -- ours exited (the port was taken)
       sleep(0.05)
     end
     os.execute("kill " .. pid .. " 2>/dev/null")
