@@ -113,7 +113,8 @@ local SEG = {
   tiny = "libsw_t_tiny_" .. tag, tinyopen = "libsw_t_open_" .. tag,
   reopen = "libsw_t_reopen_" .. tag, dry = "libsw_t_dry_" .. tag,
   fleet = "libsw_t_fleet_" .. tag, fleetrc = "libsw_t_fleetrc_" .. tag,
-  clients = "libsw_t_clients_" .. tag,
+  clients = "libsw_t_clients_" .. tag, qps = "libsw_t_qps_" .. tag,
+  conc = "libsw_t_conc_" .. tag,
 }
 local FLEET_QPS = 10 -- the fleet's budget per 1 s window (2 buckets of 500 ms)
 local root = libsw.geteuid() == 0
@@ -228,10 +229,14 @@ http {
     assert(require("libsw").load("SWLIB"))
     local limits = require "resty.libsw"
     assert(limits.define("burst", { qps = 1, interval = 20, windows = 1, capacity = 16,
-                                    key_var = "binary_remote_addr",
+                                    key_var = "binary_remote_addr", exit = true,
                                     segment = "SEG_BURST", reset = RESET, USEROPT }))
     assert(limits.define("pace", { qps = 10, behavior = "pacing", max_queue = 1,
-                                   segment = "SEG_PACE" }))
+                                   exit = true, segment = "SEG_PACE" }))
+    -- the recommended configuration: a QPS limit without a log phase (no
+    -- exits by default), a concurrency limit with log() in its location
+    assert(limits.define("qps", { qps = 1000, segment = "SEG_QPS" }))
+    assert(limits.define("conc", { concurrency = 1, segment = "SEG_CONC" }))
     assert(limits.define("clients", { qps = 1 / 600, behavior = "pacing", max_queue = 0,
                                       capacity = 8192, key_var = "http_x_client",
                                       segment = "SEG_CLIENTS" }))
@@ -250,7 +255,6 @@ http {
                                                   failure = "closed" } }))
   }
   init_worker_by_lua_block { require("resty.libsw").init_worker() }
-  log_by_lua_block { require("resty.libsw").log() }
   server {
     listen 127.0.0.1:PORT reuseport;
     location = /gen { content_by_lua_block { ngx.say("GEN ", ngx.worker.pid()) } }
@@ -260,6 +264,7 @@ http {
         require("resty.libsw").limit("burst") -- key: $binary_remote_addr (key_var)
       }
       content_by_lua_block { ngx.say("ok") }
+      log_by_lua_block { require("resty.libsw").log() }
     }
     location = /clients {
       access_by_lua_block {
@@ -271,6 +276,16 @@ http {
     location = /pace {
       access_by_lua_block { require("resty.libsw").limit("pace") }
       content_by_lua_block { ngx.say("ok") }
+      log_by_lua_block { require("resty.libsw").log() }
+    }
+    location = /qps {
+      access_by_lua_block { require("resty.libsw").limit("qps") }
+      content_by_lua_block { ngx.say("ok") }
+    }
+    location = /conc {
+      access_by_lua_block { require("resty.libsw").limit("conc") }
+      content_by_lua_block { ngx.sleep(0.5) ngx.say("ok") }
+      log_by_lua_block { require("resty.libsw").log() }
     }
     location = /tiny {
       access_by_lua_block { require("resty.libsw").limit("tiny", ngx.var.arg_k) }
@@ -329,6 +344,7 @@ http {
     :gsub("USEROPT", user_opt):gsub("MODULES", modules):gsub("PREFIX", prefix)
     :gsub("BINDINGS", here):gsub("RESTY", resty_dir):gsub("SWLIB", SW_LIB)
     :gsub("SEG_BURST", SEG.burst):gsub("SEG_PACE", SEG.pace):gsub("SEG_TINY", SEG.tiny)
+    :gsub("SEG_QPS", SEG.qps):gsub("SEG_CONC", SEG.conc)
     :gsub("SEG_OPEN", SEG.tinyopen):gsub("SEG_REOPEN", SEG.reopen)
     :gsub("SEG_DRY", SEG.dry):gsub("SEG_FLEETRC", SEG.fleetrc) -- before its prefix SEG_FLEET
     :gsub("SEG_FLEET", SEG.fleet):gsub("SEG_CLIENTS", SEG.clients)
@@ -446,11 +462,13 @@ local function answers(cmd)
   return res
 end
 
--- curl n requests in parallel on separate connections (answers)
+-- curl n requests in parallel on separate connections (answers); curl
+-- opens them at once (--parallel-immediate: else it waits for the first
+-- connection, to reuse it, and the requests may not overlap)
 local function burst(path, n, parallel)
   local args = {}
   for i = 1, n do args[i] = ("-o /dev/null %q"):format(url(path)) end
-  return answers(("curl -s -m 10 -Z --parallel-max %d -H 'Connection: close' -w '%s' %s"):format(
+  return answers(("curl -s -m 10 -Z --parallel-immediate --parallel-max %d -H 'Connection: close' -w '%s' %s"):format(
     parallel or 10, WRITE_OUT:gsub("\n", "\\n"), table.concat(args, " ")))
 end
 
@@ -625,6 +643,28 @@ local ok, err = pcall(function()
   s = stats("pace")
   check(s.pass == 5 and s.concurrency == 0, "pacing: 5 passes, none left in flight (%s)",
         s.raw:gsub("\n", ""))
+
+  -- the recommended configuration: a QPS limit, no log phase, keeps
+  -- nothing per request; a concurrency limit's places are freed by log()
+  res = burst("/qps", 40, 10)
+  local q = tally(res, 1, 1)
+  s = stats("qps")
+  check(q[200] == 40 and s.pass == 40 and s.success == 0,
+        "QPS limit without a log phase: 40 x 200, pass %s, no exits recorded (%s)", s.pass,
+        s.raw:gsub("\n", ""))
+  local qpend = {}
+  for _ = 1, 8 do qpend[#qpend + 1] = (get("/pending"):gsub("\n", "")) end
+  check(table.concat(qpend, " "):match("^[0 ]+$") ~= nil,
+        "QPS limit without a log phase: nothing left waiting for log() (%s)", table.concat(qpend, " "))
+  res = burst("/conc", 3, 3)
+  local c = tally(res, 1, 1)
+  check(c[200] == 1 and c[429] == 2 and c.bad_retry == 0,
+        "concurrency = 1: of 3 requests at once 1 x 200, 2 x 429 with Retry-After 1 (%d, %d, %d)",
+        c[200], c[429], c.bad_retry)
+  s = stats("conc")
+  check(s.concurrency == 0 and s.success == 1,
+        "concurrency: log() freed the place (in flight %s, success %s)", s.concurrency, s.success)
+  check(get("/conc") == "ok\n", "concurrency: the next request passes")
 
   -- capacity policies: a keyed table full of active keys, closed; a full
   -- registry, open
