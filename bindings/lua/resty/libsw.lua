@@ -27,8 +27,8 @@ local libsw = require "libsw"
 local cluster = require "resty.libsw.cluster"
 
 local ngx = ngx
-local type, tostring, pairs, ipairs, setmetatable, getmetatable, error =
-  type, tostring, pairs, ipairs, setmetatable, getmetatable, error
+local type, tostring, tonumber, pairs, ipairs, setmetatable, getmetatable, error =
+  type, tostring, tonumber, pairs, ipairs, setmetatable, getmetatable, error
 local ceil, huge, floor = math.ceil, math.huge, math.floor
 local byte, find, format, concat = string.byte, string.find, string.format, table.concat
 
@@ -585,7 +585,7 @@ function _M.log()
   if entry == nil then return end
   pending[r] = nil
   local self = entry
-  if getmetatable(entry) ~= Limit then
+  if type(entry) ~= "table" then -- a key or a handle (a Limit is the only table)
     self = pending_limit[r]
     pending_limit[r] = nil
   end
