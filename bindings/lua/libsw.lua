@@ -54,6 +54,8 @@ uint32_t sw_version(void);
 const char *sw_version_string(void);
 
 int64_t sw_now_ms(void);
+int64_t sw_now_ns(void);
+int64_t sw_clock_resolution_ns(void);
 int sw_clock_use(uint32_t source);
 
 typedef struct sw_options sw_options;
@@ -228,6 +230,11 @@ local M = {
   SEGMENT_CREATE = 1, SEGMENT_RESET = 2, SEGMENT_READONLY = 4,
 }
 
+-- clock sources (sw_clock_use): booleans as the first API had them
+local CLOCK_SOURCES = {
+  monotonic = 0, coarse = 1, default = 2, [false] = 0, [true] = 1,
+}
+
 local BEHAVIORS = {
   reject = 0, warm_up = 1, pacing = 2, warm_up_pacing = 3,
   ["warm-up"] = 1, ["warm-up+pacing"] = 3, default = 0,
@@ -389,9 +396,25 @@ local function build(C, path)
   function api.version_hex()
     return tonumber(C.sw_version())
   end
+  -- the window clock, ms (by default CLOCK_MONOTONIC_COARSE: one kernel
+  -- tick of resolution, clock_resolution_ns(); behind CLOCK_MONOTONIC by up
+  -- to a tick): the time windows are placed by, not for durations
   function api.now_ms()
     local t = C.sw_now_ms()
     return tonumber(t)
+  end
+  -- the duration clock, ns (CLOCK_MONOTONIC by default): for response
+  -- times and other durations (a double: exact to the ns for 104 days of
+  -- uptime, to a few ns after)
+  function api.now_ns()
+    local t = C.sw_now_ns()
+    return tonumber(t)
+  end
+  -- the window clock's resolution, ns (at least 1 ms), or nil, message, code
+  function api.clock_resolution_ns()
+    local ns = tonumber(C.sw_clock_resolution_ns())
+    if ns < 0 then return nil, errmsg(ns), ns end
+    return ns
   end
   function api.strerror(code)
     local ok, err, ecode = whole(code, "code", INT_MIN, INT_MAX)
@@ -406,10 +429,16 @@ local function build(C, path)
   function api.last_error()
     return ffi_string(C.sw_last_error())
   end
-  function api.clock_use(coarse)
-    local ok, err, code = boolean(coarse, "coarse")
-    if not ok then return nil, err, code end
-    local rc = C.sw_clock_use(coarse and 1 or 0)
+  -- clock_use(source): the process-wide clocks. "default" (or no
+  -- argument): windows on the coarse clock, durations on CLOCK_MONOTONIC;
+  -- "monotonic" (false): both precise; "coarse" (true): both coarse.
+  function api.clock_use(source)
+    local id = CLOCK_SOURCES[source == nil and "default" or source]
+    if id == nil then
+      return fail(M.EINVAL, 'source must be "default", "monotonic", "coarse", true or false, not '
+        .. show(source))
+    end
+    local rc = C.sw_clock_use(id)
     if rc ~= 0 then return nil, errmsg(rc), rc end
     return true
   end
@@ -1407,9 +1436,9 @@ local function lazy(name)
     return M[name](...)
   end
 end
-for _, name in ipairs { "limiter", "keyed", "version", "version_hex", "now_ms", "strerror",
-                        "err_name", "last_error", "unlink_segment", "user_ids",
-                        "clock_use", "geteuid", "getpid" } do
+for _, name in ipairs { "limiter", "keyed", "version", "version_hex", "now_ms", "now_ns",
+                        "clock_resolution_ns", "strerror", "err_name", "last_error",
+                        "unlink_segment", "user_ids", "clock_use", "geteuid", "getpid" } do
   M[name] = lazy(name)
 end
 

@@ -69,6 +69,37 @@ describe("loading", function()
     assert.is_number(a)
     assert.is_true(libsw.now_ms() >= a)
   end)
+
+  it("reads the duration clock in nanoseconds, never behind the window clock", function()
+    local ms = libsw.now_ms()
+    local a = libsw.now_ns()
+    assert.is_number(a)
+    assert.is_true(a >= ms * 1e6) -- the coarse window clock lags, never leads
+    local b = libsw.now_ns()
+    assert.is_true(b >= a)
+    assert.is_true(a - ms * 1e6 < 1e9) -- the same time base, a tick or two apart
+  end)
+
+  it("tells the window clock's resolution", function()
+    local ns = assert(libsw.clock_resolution_ns())
+    assert.is_true(ns >= 1e6 and ns == math.floor(ns), tostring(ns))
+  end)
+
+  it("selects the clock sources by name, or coarse as a boolean", function()
+    finally(function() assert(libsw.clock_use("default")) end)
+    assert.is_true(libsw.clock_use("monotonic"))
+    assert.equal(1e6, libsw.clock_resolution_ns()) -- CLOCK_MONOTONIC: 1 ns, counted in ms
+    local ms, ns = libsw.now_ms(), libsw.now_ns()
+    assert.is_true(math.abs(ns / 1e6 - ms) < 1000)
+    assert.is_true(libsw.clock_use(true))            -- coarse: both clocks
+    local coarse = libsw.clock_resolution_ns()
+    assert.is_true(libsw.clock_use(false))           -- monotonic
+    assert.equal(1e6, libsw.clock_resolution_ns())
+    assert.is_true(libsw.clock_use("coarse"))
+    assert.equal(coarse, libsw.clock_resolution_ns())
+    assert.is_true(libsw.clock_use())                -- the default: windows coarse
+    assert.equal(coarse, libsw.clock_resolution_ns())
+  end)
 end)
 
 describe("reject behaviour (docs/limiters.md timeline)", function()

@@ -18,10 +18,10 @@
 -- (interval = 20, windows = 1), i.e. a tumbling window admitting exactly
 -- 20 requests (floor(qps) x interval). With the default 2 x 500 ms
 -- geometry a burst crossing a 500 ms boundary would see a window leave the
--- interval and admit more. The test reads the same CLOCK_MONOTONIC as nginx
--- (libsw.now_ms) and starts only when at least 12 s of the window remain,
--- enough for the burst and both reloads; it checks afterwards that the
--- window did not end meanwhile.
+-- interval and admit more. The test reads the same window clock as nginx
+-- (libsw.now_ms: CLOCK_MONOTONIC_COARSE) and starts only when at least 12 s
+-- of the window remain, enough for the burst and both reloads; it checks
+-- afterwards that the window did not end meanwhile.
 --
 -- The thousands of clients: a reject window admits at least `interval`
 -- passes per key, so thousands of keys x (budget + 1) requests would not
@@ -538,9 +538,10 @@ local ok, err = pcall(function()
     keys[i] = ("client-%05d"):format(i)
     twice[2 * i - 1], twice[2 * i] = keys[i], keys[i]
   end
-  local t0 = libsw.now_ms()
+  local t0 = libsw.now_ns() -- a duration: the duration clock
   local cres = burst_clients("/clients", twice, 50)
-  print(("# %d requests of %d clients in %d ms"):format(#cres, CLIENTS, libsw.now_ms() - t0))
+  print(("# %d requests of %d clients in %d ms"):format(#cres, CLIENTS,
+    (libsw.now_ns() - t0) / 1e6))
   local c = tally(cres, 1, 600)
   check(#cres == 2 * CLIENTS and c[200] == CLIENTS and c[429] == CLIENTS and c.other == 0,
         "%d clients, 2 requests each: exactly %d x 200 and %d x 429 (got %d, %d, %d other)",
@@ -563,8 +564,8 @@ local ok, err = pcall(function()
   local window_end = t_before - t_before % WINDOW_MS + WINDOW_MS
   local res = burst("/burst", BURST, 10)
   local t_after = libsw.now_ms()
-  print(("# burst of %d took %d ms, %d ms left in the window"):format(
-    BURST, t_after - t_before, window_end - t_after))
+  print(("# burst of %d ended %d ms into the window, %d ms before its end"):format(
+    BURST, t_after % WINDOW_MS, window_end - t_after))
 
   local lo = math.ceil((window_end - t_after) / 1000)
   local hi = math.ceil((window_end - t_before) / 1000)
