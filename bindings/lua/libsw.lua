@@ -1204,14 +1204,11 @@ local function build(C, path)
     return apply_rule(self, opts)
   end
 
-  -- The rule in force for key (nil for a single limiter), as options.
-  function Limiter:rule(key)
-    if getmetatable(self) ~= Limiter then return bad_self("rule") end
-    local l, err, code = existing(self, key)
-    if l == nil then return nil, err, code end
-    local rc = C.sw_limiter_get_rule(l, self._scratch)
+  -- The rule of limiter l as options (scratch: a sw_options to fill).
+  local function rule_options(l, scratch)
+    local rc = C.sw_limiter_get_rule(l, scratch)
     if rc ~= 0 then return nil, errmsg(rc), rc end
-    local rv = rule_values(self._scratch)
+    local rv = rule_values(scratch)
     local o = {
       behavior = BEHAVIOR_NAMES[rv.behavior], strict = rv.strict ~= 0,
       max_queue = rv.max_queue_ms / 1000, warm_up = rv.warm_up_sec,
@@ -1227,6 +1224,39 @@ local function build(C, path)
       }
     end
     return o
+  end
+
+  -- The rule in force for key (nil for a single limiter), as options.
+  function Limiter:rule(key)
+    if getmetatable(self) ~= Limiter then return bad_self("rule") end
+    local l, err, code = existing(self, key)
+    if l == nil then return nil, err, code end
+    return rule_options(l, self._scratch)
+  end
+
+  -- The rule in force in the registry segment name (as Limiter:rule gives
+  -- it), read without attaching for writing and without changing it; nil,
+  -- message, code when there is none (ENOTFOUND: no such segment, or no
+  -- limiter in it yet; ETYPE: a keyed table).
+  function api.segment_rule(name)
+    local ok, err, code = c_string(name, "segment name")
+    if not ok then return nil, err, code end
+    local ps = ffi_new("sw_segment *[1]")
+    local rc = C.sw_segment_open(ps, name, 0, nil, M.SEGMENT_READONLY)
+    if rc ~= 0 then return nil, errmsg(rc), rc end
+    local seg = ffi_gc(ps[0], C.sw_segment_close)
+    local reg = C.sw_segment_registry(seg)
+    local o
+    if C.sw_registry_count(reg) == 0 or C.sw_registry_at(reg, 0, out_lim, nil) ~= 0 then
+      o, err, code = fail(M.ENOTFOUND, "segment " .. name .. " holds no limiter yet")
+    else
+      local scratch
+      scratch, err, code = make_options({}, nil)
+      if scratch then o, err, code = rule_options(out_lim[0], scratch) end
+    end
+    ffi_gc(seg, nil)
+    C.sw_segment_close(seg)
+    return o, err, code
   end
 
   -- Switch dry-run on or off, keeping the rest of the rule in force (of a
@@ -1438,7 +1468,8 @@ local function lazy(name)
 end
 for _, name in ipairs { "limiter", "keyed", "version", "version_hex", "now_ms", "now_ns",
                         "clock_resolution_ns", "strerror", "err_name", "last_error",
-                        "unlink_segment", "user_ids", "clock_use", "geteuid", "getpid" } do
+                        "unlink_segment", "segment_rule", "user_ids", "clock_use", "geteuid",
+                        "getpid" } do
   M[name] = lazy(name)
 end
 

@@ -307,6 +307,8 @@ describe("bad arguments are returned as nil, message, code", function()
       { EINVAL, 'true or false, not nan', function() return libsw.clock_use(0 / 0) end },
       { EINVAL, "segment name must be a string, not 5", function() return libsw.unlink_segment(5) end },
       { EINVAL, "holds a NUL byte", function() return libsw.unlink_segment("a\0b") end },
+      { EINVAL, "segment name must be a string, not 5", function() return libsw.segment_rule(5) end },
+      { EINVAL, "holds a NUL byte", function() return libsw.segment_rule("a\0b") end },
       { EINVAL, "user must be a name or a uid, not a table", function() return libsw.user_ids({}) end },
       { EINVAL, "group must be a name or a gid, not true", function() return libsw.user_ids(nil, true) end },
       { EINVAL, "the handle must be a sw_limiter *", function() return libsw.lease_stats("x") end },

@@ -492,6 +492,30 @@ describe("resty.libsw", function()
       assert.matches("starting it anew", fake.ngx.logs[#fake.ngx.logs])
     end)
 
+    it("a QPS limit does not become a concurrency limit on its segment (in-flight count)", function()
+      local seg = ("libsw_rspec_gr_%d_%d"):format(libsw.getpid(), math.random(1, 1e9))
+      local function reload(opts)
+        package.loaded["resty.libsw"] = nil
+        resty = require "resty.libsw"
+        opts.segment = seg
+        return define("g", opts)
+      end
+      assert(reload { qps = 100 })
+      for _ = 1, 3 do assert.equal(200, (request(resty, "g"))) end -- no exits: 3 in flight
+      local l, err, code = reload { concurrency = 2 }
+      assert.is_nil(l)
+      assert.equal(libsw.EGEOMETRY, code)
+      assert.matches("holds a qps limit, whose count of requests in flight", err, 1, true)
+      assert.same({ qps = 100 }, { qps = libsw.segment_rule(seg).qps }) -- left as it was
+      assert(reload { concurrency = 2, reset = "mismatch" })
+      assert.matches("starting it anew", fake.ngx.logs[#fake.ngx.logs])
+      assert.equal(200, (request(resty, "g")))
+      assert.equal(0, resty.stats("g").concurrency)
+      assert(reload { concurrency = 2 }) -- concurrency again: kept
+      assert.equal(1, resty.stats("g").total_success)
+      assert(reload { qps = 5 })          -- back to qps: nothing to refuse
+    end)
+
     it("a keyed table across reloads: kept, reset, mismatch (geometry, or a registry before)", function()
       local seg = ("libsw_rspec_kr_%d_%d"):format(libsw.getpid(), math.random(1, 1e9))
       local function reload(opts)
