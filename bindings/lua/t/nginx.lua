@@ -287,6 +287,11 @@ http {
       content_by_lua_block { ngx.sleep(0.5) ngx.say("ok") }
       log_by_lua_block { require("resty.libsw").log() }
     }
+    location = /conc_fail {
+      access_by_lua_block { require("resty.libsw").limit("conc") }
+      content_by_lua_block { ngx.exit(502) }
+      log_by_lua_block { require("resty.libsw").log() }
+    }
     location = /tiny {
       access_by_lua_block { require("resty.libsw").limit("tiny", ngx.var.arg_k) }
       content_by_lua_block { ngx.say("ok") }
@@ -328,7 +333,8 @@ http {
           s.concurrency, s.total_success = s.in_flight, t.total_success
         end
         ngx.say(s.pass, " ", s.block, " ", s.concurrency, " ", s.total_success, " ",
-                s.would_block_qps, " ", s.lease and (s.lease.up and "up" or "down") or "-")
+                s.would_block_qps, " ", s.lease and (s.lease.up and "up" or "down") or "-",
+                " ", s.total_exception or "-", " ", s.avg_rt or "-")
       }
     }
     location = /table {
@@ -516,9 +522,10 @@ end
 
 local function stats(limit, byaddr)
   local s = get("/stats?limit=" .. limit .. (byaddr and "&byaddr=1" or ""))
-  local p, b, c, su, wb, up = s:match("^(%d+) (%d+) (%d+) (%d+) (%S+) (%S+)")
+  local p, b, c, su, wb, up, ex, rt = s:match("^(%d+) (%d+) (%d+) (%d+) (%S+) (%S+) (%S+) (%S+)")
   return { pass = tonumber(p), block = tonumber(b), concurrency = tonumber(c),
-           success = tonumber(su), would_block_qps = tonumber(wb), lease = up, raw = s }
+           success = tonumber(su), would_block_qps = tonumber(wb), lease = up,
+           exception = tonumber(ex), avg_rt = tonumber(rt), raw = s }
 end
 
 -- ------------------------------------------------------------------- run
@@ -642,7 +649,9 @@ local ok, err = pcall(function()
   check(#res == 5 and all200, "pacing: 5 parallel requests all admitted")
   check(slowest >= 0.35, "pacing: the last waited (slowest %.3f s >= 0.35 s)", slowest)
   s = stats("pace")
-  check(s.pass == 5 and s.concurrency == 0, "pacing: 5 passes, none left in flight (%s)",
+  -- (total successes, not the passes of the last second: a loaded machine
+  -- can take more than a second to ask)
+  check(s.success == 5 and s.concurrency == 0, "pacing: 5 exits, none left in flight (%s)",
         s.raw:gsub("\n", ""))
 
   -- the recommended configuration: a QPS limit, no log phase, keeps
@@ -663,9 +672,15 @@ local ok, err = pcall(function()
         "concurrency = 1: of 3 requests at once 1 x 200, 2 x 429 with Retry-After 1 (%d, %d, %d)",
         c[200], c[429], c.bad_retry)
   s = stats("conc")
-  check(s.concurrency == 0 and s.success == 1,
-        "concurrency: log() freed the place (in flight %s, success %s)", s.concurrency, s.success)
+  check(s.concurrency == 0 and s.success == 1 and s.avg_rt and s.avg_rt >= 0.45 and s.avg_rt < 5,
+        "concurrency: log() freed the place and recorded the RT (in flight %s, success %s, "
+        .. "avg rt %s s)", s.concurrency, s.success, s.avg_rt)
   check(get("/conc") == "ok\n", "concurrency: the next request passes")
+  local code502 = sh(("curl -s -o /dev/null -w '%%{http_code}' %q"):format(url("/conc_fail")))
+  s = stats("conc")
+  check(code502 == "502" and s.exception == 1 and s.success == 3 and s.concurrency == 0,
+        "concurrency: a 502 counts as an exception (%s: exceptions %s, success %s, in flight %s)",
+        code502, s.exception, s.success, s.concurrency)
 
   -- capacity policies: a keyed table full of active keys, closed; a full
   -- registry, open
