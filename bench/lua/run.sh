@@ -8,7 +8,11 @@
 #    runs under valgrind --tool=callgrind; curl sends K, then (in a new run)
 #    2K requests on one keep-alive connection to one location; the
 #    instructions per request are (Ir(2K) - Ir(K)) / K, which cancels
-#    startup, init_by_lua, JIT warm-up and shutdown. K defaults to 2000.
+#    startup, init_by_lua, JIT warm-up and shutdown. K defaults to 5000:
+#    LuaJIT's garbage collector runs a cycle every few hundred requests, and
+#    one cycle more or less in one of the two runs moves the figure by about
+#    ±150 with K = 2000 (a handler's figure varied 3323..3495 in three runs
+#    at K = 1000), by about ±10 with K = 5000.
 #    First from one client address; then (CLIENTS, default "cycle new")
 #    from many: every request carries X-Real-IP, which the realip module
 #    (set_real_ip_from 127.0.0.1) makes the request's client address, so
@@ -64,7 +68,7 @@ set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
-K=${1:-2000}
+K=${1:-5000}
 K2=$((K * 2))
 
 if [ -z "${SW_LIB:-}" ]; then
