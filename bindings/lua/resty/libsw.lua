@@ -2,10 +2,19 @@
 --
 --   init_by_lua_block {
 --     local limits = require "resty.libsw"
---     assert(limits.define("api", { qps = 100, capacity = 10000 }))
+--     assert(limits.define("api", { qps = 100, capacity = 10000,
+--                                   key_var = "binary_remote_addr" }))
+--     assert(limits.define("uploads", { concurrency = 5 }))
 --   }
---   access_by_lua_block { require("resty.libsw").limit("api", ngx.var.binary_remote_addr) }
---   log_by_lua_block    { require("resty.libsw").log() }
+--   location / { access_by_lua_block { require("resty.libsw").limit("api") } }
+--   location /upload {
+--     access_by_lua_block { require("resty.libsw").limit("uploads") }
+--     log_by_lua_block    { require("resty.libsw").log() }   -- frees the place
+--   }
+--
+-- Only a limit that records exits needs log() in the log phase: a
+-- concurrency limit (exit = true by default), or one defined with exit =
+-- true for RT and success statistics. A QPS limit needs none.
 --
 -- Each defined limit lives in a libsw shared segment (POSIX shared memory,
 -- /dev/shm/<segment>) created by define() in init_by_lua, i.e. by the nginx

@@ -461,6 +461,18 @@ describe("resty.libsw", function()
   end)
 
   describe("segments", function()
+    -- define(name, opts) as a reload runs it (the module loaded anew, as in
+    -- the new Lua VM), on a segment of its own; and the segment's name
+    local function reloader(name)
+      local seg = ("libsw_rspec_%s_%d_%d"):format(name, libsw.getpid(), math.random(1, 1e9))
+      return function(opts)
+        package.loaded["resty.libsw"] = nil
+        resty = require "resty.libsw"
+        opts.segment = seg
+        return define(name, opts)
+      end, seg
+    end
+
     it("keeps state when defined again (reload) and resets with reset = true", function()
       local seg = ("libsw_rspec_reload_%d_%d"):format(libsw.getpid(), math.random(1, 1e9))
       assert(define("r", { qps = 1, segment = seg }))
@@ -493,13 +505,7 @@ describe("resty.libsw", function()
     end)
 
     it("a QPS limit does not become a concurrency limit on its segment (in-flight count)", function()
-      local seg = ("libsw_rspec_gr_%d_%d"):format(libsw.getpid(), math.random(1, 1e9))
-      local function reload(opts)
-        package.loaded["resty.libsw"] = nil
-        resty = require "resty.libsw"
-        opts.segment = seg
-        return define("g", opts)
-      end
+      local reload, seg = reloader("g")
       assert(reload { qps = 100 })
       for _ = 1, 3 do assert.equal(200, (request(resty, "g"))) end -- no exits: 3 in flight
       local l, err, code = reload { concurrency = 2 }
@@ -517,13 +523,7 @@ describe("resty.libsw", function()
     end)
 
     it("a keyed table across reloads: kept, reset, mismatch (geometry, or a registry before)", function()
-      local seg = ("libsw_rspec_kr_%d_%d"):format(libsw.getpid(), math.random(1, 1e9))
-      local function reload(opts)
-        package.loaded["resty.libsw"] = nil
-        resty = require "resty.libsw"
-        opts.segment = seg
-        return define("kr", opts)
-      end
+      local reload = reloader("kr")
       assert(reload { qps = 1, capacity = 100 })
       assert.equal(200, (request(resty, "kr", "a")))
       assert(reload { qps = 1, capacity = 100 })
