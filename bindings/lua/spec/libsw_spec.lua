@@ -394,7 +394,8 @@ describe("the JIT compiles the hot path", function()
   local function traces_of(fn)
     local events = { stop = 0, aborts = {} }
     local files = { package.searchpath("libsw", package.path),
-                    package.searchpath("libsw.keyed", package.path) }
+                    package.searchpath("libsw.keyed", package.path),
+                    package.searchpath("resty.libsw", package.path) }
     jit.flush()
     local function handler(what, tr, func, pc, otr, oex)
       if what == "stop" then
@@ -493,6 +494,40 @@ describe("the JIT compiles the hot path", function()
       end
       assert.equal(10000, n)
     end)
+  end)
+
+  it("resty.libsw's limit() and log(): keyless, keyed, exits or none, several a request", function()
+    local n = { ctx = {}, header = {}, status = 200, var = {}, WARN = 5, ERR = 4,
+                now = function() return 100.5 end, req = { start_time = function() return 100 end },
+                log = function() end, sleep = function() end, exit = function(s) error(s) end,
+                get_phase = function() return "init" end }
+    local tag = ("%d_%d"):format(libsw.getpid(), math.random(1, 1e9))
+    _G.ngx = n
+    package.loaded["resty.libsw"] = nil
+    local resty = require "resty.libsw"
+    finally(function()
+      _G.ngx, package.loaded["resty.libsw"] = nil, nil
+      for _, name in ipairs { "q", "c", "k" } do libsw.unlink_segment("libsw_jit_" .. name .. tag) end
+    end)
+    assert(resty.define("q", { qps = 1e12, segment = "libsw_jit_q" .. tag }))
+    assert(resty.define("c", { concurrency = 1e9, segment = "libsw_jit_c" .. tag }))
+    assert(resty.define("k", { qps = 1e5, capacity = 4096, key_var = "k", exit = true,
+                               segment = "libsw_jit_k" .. tag }))
+    local keys = {}
+    for i = 1, 100 do keys[i] = string.char(10, 0, 0, i) end
+    local limit, log = resty.limit, resty.log
+    compiles(function()
+      for i = 1, 5000 do -- one request
+        n.ctx, n.var.k = {}, keys[i % 100 + 1]
+        assert(limit("q"))
+        assert(limit("c"))
+        assert(limit("k"))
+        log()
+      end
+    end)
+    assert.equal(0, resty.pending())
+    assert.equal(0, resty.stats("c").concurrency)
+    assert.equal(5000, resty.stats("k").total_success)
   end)
 
   it("the lean decide / finish of resty.libsw, with their argument checks: no abort", function()
