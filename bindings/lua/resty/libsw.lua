@@ -550,7 +550,8 @@ local function access(self, key)
       local h = self.h -- the keyless handle, once access() found it
       if h then
         local clock = self.clock
-        return act(self, NOKEY, self, decide(h, clock and clock() or nil, 1, 0))
+        local ok, would_block = act(self, NOKEY, self, decide(h, clock and clock() or nil, 1, 0))
+        return ok, would_block
       end
       key = NOKEY
     end
@@ -578,7 +579,8 @@ local function access(self, key)
   local active = self.active
   if active then active[key] = l end
   local clock = self.clock
-  return act(self, key, l, decide(l, clock and clock() or nil, 1, 0))
+  local ok, would_block = act(self, key, l, decide(l, clock and clock() or nil, 1, 0))
+  return ok, would_block
 end
 
 -- access() of a keyed table: the key itself is the table's key (any bytes;
@@ -599,13 +601,28 @@ local function access_keyed(self, key)
     key = tostring(key)
   end
   local clock = self.clock
-  return act(self, key, key, keyed_decide(self.k, clock and clock() or nil, key, 1))
+  local ok, would_block = act(self, key, key, keyed_decide(self.k, clock and clock() or nil, key, 1))
+  return ok, would_block
+end
+
+-- The access of self's kind. The hot path makes no tail calls: LuaJIT
+-- counts them towards its loop unroll limit in a trace that runs several
+-- limit() calls (a loop, a function that calls it for several limits),
+-- and aborts that trace.
+local function enter(self, key)
+  local ok, err, code
+  if self.keyed then
+    ok, err, code = access_keyed(self, key)
+  else
+    ok, err, code = access(self, key)
+  end
+  return ok, err, code
 end
 
 function Limit:limit(key)
   if getmetatable(self) ~= Limit then return invalid("limit: call it as lim:limit(key)") end
-  if self.keyed then return access_keyed(self, key) end
-  return access(self, key)
+  local ok, err, code = enter(self, key)
+  return ok, err, code
 end
 
 -- limit(name, key): access() of the limit defined under name.
@@ -615,8 +632,8 @@ function _M.limit(name, key)
     log(ngx.ERR, "libsw: no limit named ", tostring(name), " (define it in init_by_lua)")
     return nil, "SW_ENOTFOUND: no limit named " .. tostring(name), libsw.ENOTFOUND
   end
-  if self.keyed then return access_keyed(self, key) end
-  return access(self, key)
+  local ok, err, code = enter(self, key)
+  return ok, err, code
 end
 
 -- The exit of one entry (what record() kept) of limit self.

@@ -496,7 +496,7 @@ describe("the JIT compiles the hot path", function()
     end)
   end)
 
-  it("resty.libsw's limit() and log(): keyless, keyed, exits or none, several a request", function()
+  it("resty.libsw's limit() and log(): keyless, keyed, exits or none, two limits a request", function()
     local n = { ctx = {}, header = {}, status = 200, var = {}, WARN = 5, ERR = 4,
                 now = function() return 100.5 end, req = { start_time = function() return 100 end },
                 log = function() end, sleep = function() end, exit = function(s) error(s) end,
@@ -516,17 +516,26 @@ describe("the JIT compiles the hot path", function()
     local keys = {}
     for i = 1, 100 do keys[i] = string.char(10, 0, 0, i) end
     local limit, log = resty.limit, resty.log
+    -- requests with one exit to record (a request with several loops over
+    -- them in log(): a loop of one or two turns, which LuaJIT tries to
+    -- trace on its own and gives up after a few tries)
     compiles(function()
-      for i = 1, 5000 do -- one request
-        n.ctx, n.var.k = {}, keys[i % 100 + 1]
+      for _ = 1, 5000 do -- one request: a QPS limit, then a concurrency limit
+        n.ctx = {}
         assert(limit("q"))
         assert(limit("c"))
+        log()
+      end
+      for i = 1, 5000 do -- one request: a keyed table with exits, then a QPS limit
+        n.ctx, n.var.k = {}, keys[i % 100 + 1]
         assert(limit("k"))
+        assert(limit("q"))
         log()
       end
     end)
     assert.equal(0, resty.pending())
     assert.equal(0, resty.stats("c").concurrency)
+    assert.equal(5000, resty.stats("c").total_success)
     assert.equal(5000, resty.stats("k").total_success)
   end)
 
