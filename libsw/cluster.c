@@ -354,7 +354,7 @@ SW_API int sw_cluster_entry_exact(sw_cluster *c, sw_limiter *l, int64_t n, sw_de
         cmd.ints[1] >= 0 && cmd.ints[1] <= n && cmd.ints[3] >= 0)) {
     sw_lease_failed(l, t, &call); /* the rule's failure policy */
     sw__decide_cluster(l, &r, t, n, 0, d);
-    sw__limiter_settle(l, &r, t, n, d);
+    sw__limiter_settle(l, &r, t, n, 0, d);
     return SW_OK;
   }
   if (cmd.ints[1] >= n) {
@@ -377,7 +377,7 @@ SW_API int sw_cluster_entry_exact(sw_cluster *c, sw_limiter *l, int64_t n, sw_de
     }
     d->verdict = SW_VERDICT_BLOCK;
     d->retry_after_ms = wl - (now_r - bucket);
-    sw__limiter_settle(l, &r, t, n, d);
+    sw__limiter_settle(l, &r, t, n, 0, d);
   }
   return SW_OK;
 }

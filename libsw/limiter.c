@@ -267,7 +267,7 @@ static inline __attribute__((always_inline)) void sw__decide_qps(sw_limiter *l,
   sw__admit_view view;
   const double isec = l->node.second.isec;
   if (sw__metric_admit(&l->node.second, t, n, limit, r->strict, &view)) {
-    sw__node_count_pass(&l->node, t, n, true, true);
+    sw__node_count_pass(&l->node, t, n, true, sw__in_flight(flags));
     d->remaining = sw__floor_left(limit, (int64_t)((double)(view.pass + n) / isec));
     return;
   }
@@ -275,7 +275,8 @@ static inline __attribute__((always_inline)) void sw__decide_qps(sw_limiter *l,
     int64_t wait = sw__node_borrow(&l->node, t, n, r->threshold, r->strict);
     if (wait < l->node.hdr->occupy_timeout) {
       sw_node_add_occupied_pass_at(&l->node, t, n);
-      atomic_fetch_add_explicit(&l->node.live->concurrency, 1, memory_order_relaxed);
+      if (sw__in_flight(flags))
+        atomic_fetch_add_explicit(&l->node.live->concurrency, 1, memory_order_relaxed);
       d->verdict = SW_VERDICT_WAIT;
       d->borrowed = 1;
       d->wait_ms = wait;
@@ -329,9 +330,9 @@ static void sw__block_never(sw_decision *d) {
 }
 
 static int sw__decide_pacing(sw_limiter *l, const sw__rule *r, int64_t t, bool precise,
-                             int64_t n, double qps, sw_decision *d) {
+                             int64_t n, uint32_t flags, double qps, sw_decision *d) {
   if (n == 0) {
-    sw__node_count_pass(&l->node, t, n, false, true);
+    sw__node_count_pass(&l->node, t, n, false, sw__in_flight(flags));
     return SW_OK;
   }
   if (sw__unlikely(!precise && t > SW__PACING_MAX_MS))
@@ -371,7 +372,7 @@ static int sw__decide_pacing(sw_limiter *l, const sw__rule *r, int64_t t, bool p
     }
     if (atomic_compare_exchange_weak(latest, &last, next)) break;
   }
-  sw__node_count_pass(&l->node, t, n, false, true);
+  sw__node_count_pass(&l->node, t, n, false, sw__in_flight(flags));
   d->verdict = wait > 0 ? SW_VERDICT_WAIT : SW_VERDICT_PASS;
   d->wait_ms = (wait + SW__NS_PER_MS / 2) / SW__NS_PER_MS; /* to the nearest ms */
   /* how many more of this size still fit in the queue */
@@ -400,15 +401,18 @@ static __attribute__((noinline)) int sw__entry_other(sw_limiter *l, int64_t t, b
   sw__rule_box_load(&l->hdr->rule, r, true);
   switch (r->behavior) {
   case SW_BEHAVIOR_PACING:
-    if ((rc = sw__decide_pacing(l, r, t, precise, n, r->threshold, d)) < 0) return rc;
+    if ((rc = sw__decide_pacing(l, r, t, precise, n, flags, r->threshold, d)) < 0) return rc;
     break;
   case SW_BEHAVIOR_WARM_UP:
     sw__limiter_decide_qps(l, r, t, n, flags, sw__warm_qps(r, l, t), d);
     break;
   case SW_BEHAVIOR_WARM_UP_PACING:
-    if ((rc = sw__decide_pacing(l, r, t, precise, n, sw__warm_qps(r, l, t), d)) < 0) return rc;
+    if ((rc = sw__decide_pacing(l, r, t, precise, n, flags, sw__warm_qps(r, l, t), d)) < 0) return rc;
     break;
   default:
+    if (r->grade == SW_GRADE_CONCURRENCY && (flags & SW_ENTRY_NO_EXIT))
+      return sw__fail(SW_EINVAL, "SW_ENTRY_NO_EXIT on a concurrency rule: its exits free "
+                      "its places");
     if (r->cluster)
       sw__decide_cluster(l, r, t, n, flags, d);
     else if (r->grade == SW_GRADE_CONCURRENCY)
@@ -427,7 +431,7 @@ static inline __attribute__((always_inline)) int sw__limiter_entry(sw_limiter *l
                                                                    uint32_t flags,
                                                                    sw_decision *d) {
   if (sw__unlikely(l == NULL || l->readonly || d == NULL || t < 0 || (uint64_t)n > INT32_MAX ||
-                   (flags & ~SW_ENTRY_PRIORITIZED)))
+                   (flags & ~(SW_ENTRY_PRIORITIZED | SW_ENTRY_NO_EXIT))))
     return sw__entry_refused(l, t, n, flags, d);
   memset(d, 0, sizeof *d);
   sw__rule r;
@@ -438,18 +442,19 @@ static inline __attribute__((always_inline)) int sw__limiter_entry(sw_limiter *l
     int rc = sw__entry_other(l, t, precise, n, flags, &r, d);
     if (rc < 0) return rc;
   }
-  if (d->verdict != SW_VERDICT_PASS) sw__limiter_settle(l, &r, t, n, d);
+  if (d->verdict != SW_VERDICT_PASS) sw__limiter_settle(l, &r, t, n, flags, d);
   return SW_OK;
 }
 
-void sw__limiter_settle(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n, sw_decision *d) {
+void sw__limiter_settle(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n, uint32_t flags,
+                        sw_decision *d) {
   if (sw__unlikely(r->dry_run) && d->verdict != SW_VERDICT_PASS) {
     /* Shadow mode: whatever the rule says, the request goes ahead; what it
      * would have done stays in the decision (would_block, wait_ms). */
     if (d->verdict == SW_VERDICT_BLOCK) {
       d->would_block = 1;
       sw__node_count(&l->node, t, SW_EVENT_WOULD_BLOCK, n);
-      sw__node_count_pass(&l->node, t, n, false, true);
+      sw__node_count_pass(&l->node, t, n, false, sw__in_flight(flags));
     }
     d->verdict = SW_VERDICT_PASS;
     return;

@@ -172,6 +172,52 @@ START_TEST(test_borrowed_only_window_counts) {
 }
 END_TEST
 
+/* SW_ENTRY_NO_EXIT: the entry's passes count, no request in flight does,
+ * whatever admits it (the fast path, a dry-run block, a prioritized wait,
+ * pacing); an exit then finds none in flight. A reject or pacing table
+ * takes the flag and changes nothing. */
+START_TEST(test_no_exit_counts_nothing_in_flight) {
+  static const int behaviors[] = {SW_BEHAVIOR_REJECT, SW_BEHAVIOR_PACING};
+  for (int b = 0; b < 2; b++)
+    for (int dry = 0; dry < 2; dry++) {
+      sw_options *o;
+      sw_limiter *l;
+      sw_decision d;
+      ck_ok(sw_options_create(&o));
+      ck_ok(sw_options_set(o, SW_OPT_BEHAVIOR, behaviors[b]));
+      ck_ok(sw_options_set_double(o, SW_OPT_THRESHOLD, 2));
+      ck_ok(sw_options_set(o, SW_OPT_MAX_QUEUE_MS, 1000));
+      ck_ok(sw_options_set(o, SW_OPT_DRY_RUN, dry));
+      ck_ok(sw_limiter_create(&l, o));
+      sw_options_free(o);
+      sw_node *node = sw_limiter_node(l);
+      int admitted = 0;
+      for (int i = 0; i < 6; i++) {
+        uint32_t flags = SW_ENTRY_NO_EXIT | (i == 5 ? SW_ENTRY_PRIORITIZED : 0);
+        ck_ok(sw_limiter_entry_at(l, 1000 + 10 * i, 1, flags, &d));
+        admitted += d.verdict != SW_VERDICT_BLOCK;
+      }
+      ck_assert_int_ge(admitted, 2); /* pacing queues, a dry run lets everything through */
+      ck_assert_int_eq(sw_node_concurrency(node), 0);
+      ck_assert_int_eq(sw_node_total_pass_at(node, 1100), admitted);
+      ck_sw(sw_limiter_exit_at(l, 1100, 1, 1, 0), SW_ESTATE);
+      ck_ok(sw_limiter_entry_at(l, 1100, 0, 0, &d)); /* without the flag: in flight */
+      ck_assert_int_eq(sw_node_concurrency(node), 1);
+      sw_limiter_free(l);
+    }
+  sw_keyed *k;
+  sw_decision d;
+  sw_options *o;
+  ck_ok(sw_options_create(&o));
+  ck_ok(sw_options_set_double(o, SW_OPT_THRESHOLD, 5));
+  ck_ok(sw_keyed_create(&k, 4, o));
+  sw_options_free(o);
+  ck_ok(sw_keyed_entry_at(k, 1000, "a", 1, 1, SW_ENTRY_NO_EXIT, &d));
+  ck_assert_int_eq(d.verdict, SW_VERDICT_PASS);
+  sw_keyed_free(k);
+}
+END_TEST
+
 /* ----------------------------------------------------------------- clocks */
 
 /* Pacing at 10,000 a second with no queue admits one request every 0.1 ms
@@ -278,7 +324,7 @@ int main(void) {
   tcase_add_loop_test(tc, test_reject_matches_model, 0, 8);
   suite_add_tcase(s, tc);
   SW_TCASE(s, "hint", test_stale_hint_counts_in_the_right_window,
-           test_borrowed_only_window_counts);
+           test_borrowed_only_window_counts, test_no_exit_counts_nothing_in_flight);
   SW_TCASE(s, "clocks", test_pacing_uses_the_duration_clock);
   SW_TCASE(s, "stripes", test_adds_go_to_the_cpu_stripe);
   return sw_test_run(s);

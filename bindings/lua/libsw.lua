@@ -847,7 +847,8 @@ local function build(C, path)
   Limiter.entry_handle = entry_handle
 
   -- The lean pair for integrations that keep handles themselves
-  -- (resty.libsw): decide(l, t, n, flags) returns the verdict code (0 pass,
+  -- (resty.libsw): decide(l, t, n, flags) (flags: 1 prioritized, 2 no
+  -- exit will follow, SW_ENTRY_NO_EXIT) returns the verdict code (0 pass,
   -- 1 block, 2 wait) with wait_ms or retry_after_ms (and, for a pass that a
   -- dry-run rule would have blocked, 0, retry_after_ms, true), or a
   -- negative sw_err code and its message; finish(l, t, rt_ms, failed)
@@ -862,8 +863,9 @@ local function build(C, path)
     if type(n) ~= "number" or not (n >= 0 and n <= N_MAX) or n ~= floor(n) then
       return bad_lean(bad_n(n))
     end
-    if flags ~= 0 and flags ~= 1 then
-      return bad_lean(fail(M.EINVAL, "flags must be 0 or 1 (prioritized), not " .. show(flags)))
+    if flags ~= 0 and flags ~= 1 and flags ~= 2 and flags ~= 3 then
+      return bad_lean(fail(M.EINVAL, "flags must be 0..3 (1 prioritized, 2 no exit), not " ..
+        show(flags)))
     end
     local rc
     if t then

@@ -356,9 +356,13 @@ static int sw__keyed_entry(sw_keyed *k, int64_t t, bool precise, const void *key
   SW__CHECK_TIME(t);
   if (sw__unlikely(n < 0 || n > INT32_MAX))
     return sw__fail(SW_ERANGE, "n=%lld is outside 0..%d", (long long)n, INT32_MAX);
-  if (sw__unlikely(flags != 0))
-    return sw__fail(flags == SW_ENTRY_PRIORITIZED ? SW_ENOTSUP : SW_EINVAL,
-                    "entry flags 0x%x: a keyed table takes none (no borrowing per key)", flags);
+  if (sw__unlikely(flags & ~SW_ENTRY_NO_EXIT))
+    return sw__fail(flags & ~(SW_ENTRY_PRIORITIZED | SW_ENTRY_NO_EXIT) ? SW_EINVAL : SW_ENOTSUP,
+                    "entry flags 0x%x: a keyed table takes only SW_ENTRY_NO_EXIT (no "
+                    "borrowing per key)", flags);
+  if (sw__unlikely(flags && k->kind == SW__KT_CONCURRENCY))
+    return sw__fail(SW_EINVAL, "SW_ENTRY_NO_EXIT on a concurrency table: its exits free "
+                    "its places");
   if (sw__unlikely(key == NULL)) return sw__fail(SW_ENULL, "key is NULL");
   memset(d, 0, sizeof *d);
   sw__rule r;

@@ -191,21 +191,6 @@ local function attach(self, lim)
   self.pid = libsw.getpid()
 end
 
--- A concurrency limit on a registry that holds a QPS limit: nil, or why it
--- cannot be kept. A QPS limit records no exits by default, so its count of
--- requests in flight only grows: a concurrency limit that kept it would
--- refuse everything. (A keyed table keeps no in-flight count for a QPS rule:
--- libsw refuses that change with SW_EGEOMETRY itself.)
-local function kept_in_flight(self)
-  if self.keyed or self.opts.concurrency == nil then return nil end
-  local rule = libsw.segment_rule(self.segment)
-  if not (rule and rule.qps) then return nil end
-  return "SW_EGEOMETRY: segment " .. self.segment .. " holds a qps limit, whose count of "
-    .. "requests in flight a concurrency limit cannot take over (a qps limit records no exits "
-    .. "by default): start it anew (reset = \"mismatch\" or true, or another segment)",
-    libsw.EGEOMETRY
-end
-
 -- Whether limit() records entries for log() to exit: exit = true or false
 -- as given; by default only a concurrency limit does (its places are freed
 -- by the exits), a QPS limit (whose decisions need no exit) does not.
@@ -310,6 +295,7 @@ function _M.define(name, opts)
     h = false, -- the keyless handle (access() sets it)
     retry_after = opts.retry_after ~= false,
     exit = exits(opts),
+    flags = exits(opts) and 0 or 2, -- decide()'s flags: 2 = no exit will follow
     key_var = opts.key_var or false, -- fields set (false, not nil): no
     clock = opts.clock or false,     -- metatable lookups in the hot path
     active = opts.cluster and {} or false, -- cluster: keys used since the last refill
@@ -323,14 +309,6 @@ function _M.define(name, opts)
     return invalid("on_full = \"overflow\" needs capacity >= 2 (the overflow key takes one place)")
   end
   local lim, code
-  if reset ~= true then
-    err, code = kept_in_flight(self)
-    if err and reset ~= "mismatch" then return nil, "libsw: limit " .. name .. ": " .. err, code end
-    if err then
-      log(ngx and ngx.WARN, "libsw: limit ", name, ": ", err, "; starting it anew (reset = mismatch)")
-      reset = true
-    end
-  end
   lim, err, code = open(self, opts.create ~= false, reset == true)
   if not lim and reset == "mismatch"
       and (code == libsw.EGEOMETRY or code == libsw.EVERSION or code == libsw.ETYPE) then
@@ -550,7 +528,7 @@ local function access(self, key)
       local h = self.h -- the keyless handle, once access() found it
       if h then
         local clock = self.clock
-        local ok, would_block = act(self, NOKEY, self, decide(h, clock and clock() or nil, 1, 0))
+        local ok, would_block = act(self, NOKEY, self, decide(h, clock and clock() or nil, 1, self.flags))
         return ok, would_block
       end
       key = NOKEY
@@ -579,7 +557,8 @@ local function access(self, key)
   local active = self.active
   if active then active[key] = l end
   local clock = self.clock
-  local ok, would_block = act(self, key, l, decide(l, clock and clock() or nil, 1, 0))
+  -- a limit that records no exits says so (SW_ENTRY_NO_EXIT): nothing in flight
+  local ok, would_block = act(self, key, l, decide(l, clock and clock() or nil, 1, self.flags))
   return ok, would_block
 end
 

@@ -504,22 +504,16 @@ describe("resty.libsw", function()
       assert.matches("starting it anew", fake.ngx.logs[#fake.ngx.logs])
     end)
 
-    it("a QPS limit does not become a concurrency limit on its segment (in-flight count)", function()
-      local reload, seg = reloader("g")
+    it("a QPS limit without exits counts nothing in flight: a concurrency limit can take it over", function()
+      local reload = reloader("g")
       assert(reload { qps = 100 })
-      for _ = 1, 3 do assert.equal(200, (request(resty, "g"))) end -- no exits: 3 in flight
-      local l, err, code = reload { concurrency = 2 }
-      assert.is_nil(l)
-      assert.equal(libsw.EGEOMETRY, code)
-      assert.matches("holds a qps limit, whose count of requests in flight", err, 1, true)
-      assert.same({ qps = 100 }, { qps = libsw.segment_rule(seg).qps }) -- left as it was
-      assert(reload { concurrency = 2, reset = "mismatch" })
-      assert.matches("starting it anew", fake.ngx.logs[#fake.ngx.logs])
-      assert.equal(200, (request(resty, "g")))
+      for _ = 1, 3 do assert.equal(200, (request(resty, "g"))) end -- no exits (SW_ENTRY_NO_EXIT)
       assert.equal(0, resty.stats("g").concurrency)
-      assert(reload { concurrency = 2 }) -- concurrency again: kept
+      assert(reload { concurrency = 2 })
+      assert.equal(200, (request(resty, "g"))) -- entered and exited
+      assert.equal(0, resty.stats("g").concurrency)
       assert.equal(1, resty.stats("g").total_success)
-      assert(reload { qps = 5 })          -- back to qps: nothing to refuse
+      assert(reload { qps = 5 })
     end)
 
     it("a keyed table across reloads: kept, reset, mismatch (geometry, or a registry before)", function()
