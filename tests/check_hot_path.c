@@ -172,6 +172,36 @@ START_TEST(test_borrowed_only_window_counts) {
 }
 END_TEST
 
+/* A block decided on the fast path says when a retry passes, counting the
+ * passes borrowed for the windows to come: 5 in window 9500, 5 in 10000,
+ * 5 borrowed for 10500 at 10300. An entry at 10300 is blocked; at 10500
+ * the interval still holds 10 (10000's 5 and the 5 borrowed), at 11000
+ * only the borrowed 5: the retry is at 11000, not 10500. */
+START_TEST(test_retry_after_counts_borrowed_passes) {
+  sw_options *o;
+  sw_limiter *l;
+  sw_decision d;
+  ck_ok(sw_options_create(&o));
+  ck_ok(sw_options_set_double(o, SW_OPT_THRESHOLD, 10));
+  ck_ok(sw_limiter_create(&l, o));
+  sw_options_free(o);
+  for (int i = 0; i < 5; i++) ck_ok(sw_limiter_entry_at(l, 9600, 1, 0, &d));
+  for (int i = 0; i < 5; i++) ck_ok(sw_limiter_entry_at(l, 10100, 1, 0, &d));
+  for (int i = 0; i < 5; i++) {
+    ck_ok(sw_limiter_entry_at(l, 10300, 1, SW_ENTRY_PRIORITIZED, &d));
+    ck_assert_int_eq(d.verdict, SW_VERDICT_WAIT);
+  }
+  ck_ok(sw_limiter_entry_at(l, 10300, 1, 0, &d));
+  ck_assert_int_eq(d.verdict, SW_VERDICT_BLOCK);
+  ck_assert_int_eq(d.retry_after_ms, 700);
+  ck_ok(sw_limiter_entry_at(l, 10999, 1, 0, &d));
+  ck_assert_int_eq(d.verdict, SW_VERDICT_BLOCK);
+  ck_ok(sw_limiter_entry_at(l, 11000, 1, 0, &d));
+  ck_assert_int_eq(d.verdict, SW_VERDICT_PASS);
+  sw_limiter_free(l);
+}
+END_TEST
+
 /* SW_ENTRY_NO_EXIT: the entry's passes count, no request in flight does,
  * whatever admits it (the fast path, a dry-run block, a prioritized wait,
  * pacing); an exit then finds none in flight. A reject or pacing table
@@ -324,7 +354,8 @@ int main(void) {
   tcase_add_loop_test(tc, test_reject_matches_model, 0, 8);
   suite_add_tcase(s, tc);
   SW_TCASE(s, "hint", test_stale_hint_counts_in_the_right_window,
-           test_borrowed_only_window_counts, test_no_exit_counts_nothing_in_flight);
+           test_borrowed_only_window_counts, test_retry_after_counts_borrowed_passes,
+           test_no_exit_counts_nothing_in_flight);
   SW_TCASE(s, "clocks", test_pacing_uses_the_duration_clock);
   SW_TCASE(s, "stripes", test_adds_go_to_the_cpu_stripe);
   return sw_test_run(s);
