@@ -393,12 +393,11 @@ static __attribute__((noinline, cold)) int sw__entry_refused(const sw_limiter *l
   return sw__fail(SW_EINVAL, "unknown entry flags 0x%x", flags);
 }
 
-/* Every rule but the plain reject one on the QPS grade: the whole rule. */
+/* Every rule but the plain reject one (its whole rule loaded). */
 static __attribute__((noinline)) int sw__entry_other(sw_limiter *l, int64_t t, bool precise,
-                                                     int64_t n, uint32_t flags, sw__rule *r,
-                                                     sw_decision *d) {
+                                                     int64_t n, uint32_t flags,
+                                                     const sw__rule *r, sw_decision *d) {
   int rc;
-  sw__rule_box_load(&l->hdr->rule, r, true);
   switch (r->behavior) {
   case SW_BEHAVIOR_PACING:
     if ((rc = sw__decide_pacing(l, r, t, precise, n, flags, r->threshold, d)) < 0) return rc;
@@ -409,16 +408,8 @@ static __attribute__((noinline)) int sw__entry_other(sw_limiter *l, int64_t t, b
   case SW_BEHAVIOR_WARM_UP_PACING:
     if ((rc = sw__decide_pacing(l, r, t, precise, n, flags, sw__warm_qps(r, l, t), d)) < 0) return rc;
     break;
-  default:
-    if (r->grade == SW_GRADE_CONCURRENCY && (flags & SW_ENTRY_NO_EXIT))
-      return sw__fail(SW_EINVAL, "SW_ENTRY_NO_EXIT on a concurrency rule: its exits free "
-                      "its places");
-    if (r->cluster)
-      sw__decide_cluster(l, r, t, n, flags, d);
-    else if (r->grade == SW_GRADE_CONCURRENCY)
-      sw__decide_concurrency(l, r, t, n, d);
-    else
-      sw__limiter_decide_qps(l, r, t, n, flags, r->threshold, d);
+  default: /* a cluster rule */
+    sw__decide_cluster(l, r, t, n, flags, d);
   }
   return SW_OK;
 }
@@ -435,12 +426,17 @@ static inline __attribute__((always_inline)) int sw__limiter_entry(sw_limiter *l
     return sw__entry_refused(l, t, n, flags, d);
   memset(d, 0, sizeof *d);
   sw__rule r;
-  sw__rule_box_hot(&l->hdr->rule, &r);
-  if (sw__likely(r.behavior == SW_BEHAVIOR_REJECT && !r.cluster && r.grade == SW_GRADE_QPS)) {
-    sw__decide_qps(l, &r, t, n, flags, r.threshold, d);
-  } else {
+  sw__rule_box_load(&l->hdr->rule, &r, false);
+  if (sw__unlikely(r.behavior != SW_BEHAVIOR_REJECT || r.cluster)) {
     int rc = sw__entry_other(l, t, precise, n, flags, &r, d);
     if (rc < 0) return rc;
+  } else if (sw__likely(r.grade == SW_GRADE_QPS)) {
+    sw__decide_qps(l, &r, t, n, flags, r.threshold, d);
+  } else if (sw__unlikely(flags & SW_ENTRY_NO_EXIT)) {
+    return sw__fail(SW_EINVAL, "SW_ENTRY_NO_EXIT on a concurrency rule: its exits free its "
+                    "places");
+  } else {
+    sw__decide_concurrency(l, &r, t, n, d);
   }
   if (d->verdict != SW_VERDICT_PASS) sw__limiter_settle(l, &r, t, n, flags, d);
   return SW_OK;

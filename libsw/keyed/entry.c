@@ -58,7 +58,7 @@ static void sw__kt_blocked(sw_keyed *k, const sw__rule *r, uint32_t idx, uint32_
  * caller then decides at that window). */
 static void sw__kt_seal_interval(sw_keyed *k, _Atomic uint64_t *win, uint32_t gen, int64_t wid) {
   const uint32_t nw = k->windows, cur = (uint32_t)(wid % nw);
-  for (uint32_t back = 1; back < nw; back++) {
+  for (uint32_t back = 1; back < nw && (int64_t)back <= wid; back++) { /* none before 0 */
     const uint32_t i = (cur + nw - back) % nw;
     const uint64_t want = (uint64_t)(wid - (int64_t)back) & SW__KT_WID_MASK;
     uint64_t w = atomic_load_explicit(&win[i], memory_order_relaxed), next;
@@ -102,6 +102,10 @@ static int sw__kt_decide_reject(sw_keyed *k, const sw__rule *r, int64_t t, uint3
       }
       if (i == cur) continue;
       const uint32_t back = (cur + nw - i) % nw;
+      if ((int64_t)back > wid) { /* a window before time 0: nothing, nothing to seal */
+        counts[back] = 0;
+        continue;
+      }
       if (sw__kt_wid(w) != ((tag - back) & SW__KT_WID_MASK)) {
         unsealed = true; /* the window is absent: its place must be sealed */
         counts[back] = 0;
