@@ -1,0 +1,139 @@
+"""A Flask extension: ``Limiter(app)`` or ``init_app``, ``@limiter.limit(...)``
+per view, ``@limiter.exempt``; settings from the arguments, overridden by
+``app.config["LIBSW_RATELIMIT"]`` (a dict of the same names)."""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import flask
+
+from ._core import Limiter as _Core
+from ._core import Outcome, Rule, custom_response, refusal
+from ._keys import Request, key_function
+from ._rates import parse_rates
+
+__all__ = ["Limiter"]
+
+
+def _qualname(fn: Any) -> str:
+    return "%s.%s" % (getattr(fn, "__module__", "?"), getattr(fn, "__qualname__", getattr(fn, "__name__", "?")))
+
+
+def _user() -> Optional[str]:
+    """flask.g.user (its id, username or itself), else the HTTP authorization's username."""
+    u = getattr(flask.g, "user", None)
+    if u is not None:
+        return str(getattr(u, "id", None) or getattr(u, "username", None) or u)
+    auth = flask.request.authorization
+    return auth.username if auth is not None and auth.username else None
+
+
+class Limiter:
+    """Rate limits for a Flask application. ``default``: rates of every view
+    without its own (each view its own count); ``application``: rates all
+    views share; the other arguments are :class:`libsw.web.Limiter`'s
+    (``segment``, ``key``, ``trusted_proxies``, ``headers``, ...).
+    ``response(request, outcome)``: one's own refusal (any view return
+    value). Views with a ``@limit`` do not get ``default``."""
+
+    def __init__(self, app: Optional[flask.Flask] = None, *, response: Optional[Callable[..., Any]] = None,
+                 **options: Any) -> None:
+        self.options = options
+        self.response = response
+        self.core: Optional[_Core] = None
+        self._specs: Dict[str, List[Tuple[Any, Any, Dict[str, Any]]]] = {}
+        self._exempt: set = set()
+        self._rules: Dict[str, Tuple[Rule, ...]] = {}
+        if "key" in options:
+            key_function(options["key"], options.get("trusted_proxies"))
+        if app is not None:
+            self.init_app(app)
+
+    def init_app(self, app: flask.Flask) -> None:
+        """Make the limits (a bad setting raises here) and hook the app."""
+        options = dict(self.options)
+        options.update(app.config.get("LIBSW_RATELIMIT", {}))
+        options.setdefault("app_name", app.import_name)
+        self.response = options.pop("response", self.response)
+        self.core = _Core(**options)
+        for name in list(self._specs):
+            self._view_rules(name, name)
+        app.before_request(self._before)
+        app.after_request(self._after)
+        app.teardown_request(self._teardown)
+        app.extensions["libsw"] = self
+
+    def limit(self, rates: Any, *, key: Any = None, **options: Any) -> Callable[[Any], Any]:
+        """A view's own rates (several: ``"5/second;100/minute"``, or stack
+        the decorator), with its key function and rule options."""
+        parse_rates(rates, options.get("windows"))
+        if key is not None:
+            key_function(key, self.options.get("trusted_proxies"))
+
+        def decorate(fn: Any) -> Any:
+            name = _qualname(fn)
+            self._specs.setdefault(name, []).append((rates, key, options))
+            self._rules.pop(name, None)
+            if self.core is not None:
+                self._view_rules(name, name)
+            return fn
+
+        return decorate
+
+    def exempt(self, fn: Any) -> Any:
+        """A view never limited (not even by ``application``)."""
+        self._exempt.add(_qualname(fn))
+        return fn
+
+    def _view_rules(self, name: str, scope: str) -> Tuple[Rule, ...]:
+        rules = self._rules.get(name)
+        if rules is None:
+            core = self.core
+            assert core is not None
+            specs = self._specs.get(name)
+            if specs:
+                rules = tuple(r for rates, key, o in specs for r in core.rules(scope, rates, key, **o))
+            elif core.default_rates is not None:
+                rules = core.rules(scope, core.default_rates)
+            else:
+                rules = ()
+            self._rules[name] = rules
+        return rules
+
+    def _before(self) -> Any:
+        core = self.core
+        req = flask.request
+        if core is None or req.endpoint is None:
+            return None
+        view = flask.current_app.view_functions.get(req.endpoint)
+        name = _qualname(view)
+        if name in self._exempt:
+            return None
+        rules = self._view_rules(name, req.endpoint if name not in self._specs else name)
+        r = Request(req.method, req.path, req.remote_addr, req.headers.get, req.view_args, _user, req)
+        out = core.enter(r, core.application, rules)
+        flask.g._libsw = out
+        if out.allowed:
+            return None
+        hook = custom_response(self.response, r, out)
+        if hook is not None:
+            return hook
+        status, headers, body = refusal(None, [])
+        return flask.Response(body, status, headers)
+
+    def _after(self, response: flask.Response) -> flask.Response:
+        out: Optional[Outcome] = flask.g.get("_libsw")
+        if out is not None and self.core is not None:
+            for k, v in out.headers(self.core.headers):
+                if k not in response.headers:
+                    response.headers[k] = v
+        return response
+
+    def _teardown(self, exc: Optional[BaseException]) -> None:
+        out: Optional[Outcome] = flask.g.pop("_libsw", None)
+        if out is not None:
+            out.release(error=exc is not None)
+
+    def stats(self, top: int = 0) -> List[Dict[str, Any]]:
+        """Every rule's table (see :meth:`libsw.web.Limiter.stats`)."""
+        return self.core.stats(top) if self.core is not None else []
