@@ -13,8 +13,14 @@ def _asgi_user(scope: Mapping[str, Any]) -> Optional[str]:
     u = scope.get("user")
     if u is None or not getattr(u, "is_authenticated", False):
         return None
-    ident = getattr(u, "identity", None) or getattr(u, "display_name", None) or getattr(u, "username", None)
-    return None if ident is None else str(ident)
+    for attr in ("identity", "username", "display_name"):  # BaseUser.identity may raise NotImplementedError
+        try:
+            ident = getattr(u, attr, None)
+        except Exception:
+            continue
+        if ident:
+            return str(ident)
+    return None
 
 
 def asgi_request(scope: Mapping[str, Any], params: Optional[Mapping[str, Any]] = None) -> Request:

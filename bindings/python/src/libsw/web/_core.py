@@ -29,6 +29,10 @@ HEADER_STYLES = ("ietf", "x", "both")
 _BEHAVIORS = ("reject", "pacing")
 _ON_ERROR = ("open", "closed")
 _LOGGED_FIELDS = ["evicted", "refused", "would_block"]
+# Added to a scaled clock (a multiple of 1000: windows keep their places):
+# a keyed table's first interval after 0 is never reached (an entry at a
+# time under half the interval did not return, with 10 windows).
+_EPOCH = 1_000_000_000
 
 
 def default_segment(app_name: str = "app") -> str:
@@ -246,7 +250,7 @@ class Limiter:
                 clock, lim_clock = now_ms, None  # the rule's clock is libsw's: the fast path
             else:
                 p = rate.period_ms
-                clock = lim_clock = (lambda base=base, p=p: base() * 1000 // p)
+                clock = lim_clock = (lambda base=base, p=p: base() * 1000 // p + _EPOCH)
             sleeper = getattr(self.clock, "sleep", None) or time.sleep
             asleeper = getattr(self.clock, "async_sleep", None)
             if asleeper is None:

@@ -6,8 +6,8 @@ Retry-After and the limiter's rate-limit fields; register an exception
 handler for one's own response). The entry is released when the
 response is done. For limits on every route, use
 :class:`libsw.web.RateLimitMiddleware` (``app.add_middleware``)."""
-from __future__ import annotations
 
+# No `from __future__ import annotations`: FastAPI reads __call__'s annotations as objects.
 from typing import Any, AsyncIterator, Dict, Optional, Tuple
 
 from fastapi import HTTPException, Request, Response
@@ -23,7 +23,7 @@ __all__ = ["RateLimit", "RateLimitExceeded"]
 class RateLimitExceeded(HTTPException):
     """429 with the outcome (``.outcome``) and its header fields."""
 
-    def __init__(self, outcome: Outcome, headers: Dict[str, str]) -> None:
+    def __init__(self, outcome: "Outcome", headers: Dict[str, str]) -> None:
         super().__init__(status_code=429, detail="Too Many Requests", headers=headers)
         self.outcome = outcome
 
@@ -48,7 +48,7 @@ class RateLimit:
         if scope is not None:
             self._rules[scope] = limiter.rules(scope, rates, key, **options)
 
-    def _rules_for(self, request: Request) -> Tuple[Rule, ...]:
+    def _rules_for(self, request: Request) -> Tuple["Rule", ...]:
         route = request.scope.get("route")
         scope = self.scope or "%s %s" % (",".join(sorted(getattr(route, "methods", None) or ())),
                                          getattr(route, "path", request.url.path))

@@ -1,0 +1,66 @@
+"""The Django project of test_web_servers in one module (gunicorn, 2+ workers)."""
+import json
+import os
+
+from django.conf import settings
+
+settings.configure(
+    DEBUG=False, SECRET_KEY="libsw-test", ROOT_URLCONF=__name__, ALLOWED_HOSTS=["*"],
+    MIDDLEWARE=["libsw.web.django.RateLimitMiddleware"],
+    LIBSW_RATELIMIT={"segment": os.environ["LIBSW_WEB_SEGMENT"], "key": "ip", "headers": "both",
+                     "default": "5/minute", "exempt": ["/health"]},
+)
+
+from django.http import HttpResponse  # noqa: E402
+from django.urls import path  # noqa: E402
+
+from libsw.web.django import exempt, limiter, ratelimit  # noqa: E402
+
+
+def reply(text):
+    r = HttpResponse(text)
+    r["X-Worker"] = str(os.getpid())
+    return r
+
+
+def health(request):
+    return reply("ok")
+
+
+def default(request):
+    return reply("default")
+
+
+@ratelimit("4/minute", key="header:X-Api-Key")
+def key(request):
+    return reply("key")
+
+
+@ratelimit("3/minute;10/hour", key="header:X-Api-Key")
+def multi(request):
+    return reply("multi")
+
+
+@ratelimit("10/minute;4/hour", key="header:X-Api-Key")
+def multi_hour(request):
+    return reply("multi-hour")
+
+
+@ratelimit("2/minute", key="path:org")
+def org(request, org):
+    return reply(org)
+
+
+@exempt
+def stats(request):
+    return HttpResponse(json.dumps(limiter().stats(top=5), default=str), content_type="application/json")
+
+
+urlpatterns = [
+    path("health", health), path("default", default), path("key", key), path("multi", multi),
+    path("multi-hour", multi_hour), path("orgs/<org>", org), path("stats", stats),
+]
+
+from django.core.wsgi import get_wsgi_application  # noqa: E402
+
+application = get_wsgi_application()
