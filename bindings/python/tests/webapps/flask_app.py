@@ -8,7 +8,8 @@ from libsw.web import remote_address
 from libsw.web.flask import Limiter
 
 app = flask.Flask(__name__)
-limiter = Limiter(app, segment=os.environ["LIBSW_WEB_SEGMENT"], key="ip", headers="both", default="5/minute")
+limiter = Limiter(app, segment=os.environ["LIBSW_WEB_SEGMENT"], key="ip", headers="both",
+                  default=os.environ.get("LIBSW_WEB_DEFAULT", "5/minute"))
 
 
 @app.after_request
