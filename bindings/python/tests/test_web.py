@@ -130,10 +130,8 @@ def test_pass_headers_name_the_rule_nearest_its_limit():
     out = lim.enter(req(), rules)
     h = dict(out.headers("x"))
     assert out.allowed and h["X-RateLimit-Limit"] == "10" and h["X-RateLimit-Remaining"] == "0"
-    out = Limiter(segment=None, clock=clock).rules("s", "3/minute")  # a fresh table: reset in the next window
-    o = Limiter(segment=None, clock=clock)
-    r = o.rules("t", "3/minute")
-    h = dict(o.enter(req(), r).headers("ietf"))
+    fresh = Limiter(segment=None, clock=clock)   # at T0 a window starts: its passes leave in 60 s
+    h = dict(fresh.enter(req(), fresh.rules("t", "3/minute")).headers("ietf"))
     assert h["RateLimit"] == '"3-per-60s";r=2;t=60'
 
 

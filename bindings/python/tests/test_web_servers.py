@@ -6,6 +6,8 @@ machine); nothing is timed except a lower bound of pacing."""
 import concurrent.futures
 import importlib.util
 import math
+import os
+import signal
 import time
 
 import pytest
@@ -150,3 +152,24 @@ def test_pacing_waits_under_uvicorn(server):
     assert all(0 <= w <= 30 for w in waits)
     assert len({r.headers["X-Worker"] for r in got}) >= 1
     assert math.isfinite(sum(waits))
+
+
+def test_gunicorn_refuses_to_start_with_a_bad_rate(tmp_path):
+    """A bad rate stops the workers at boot: gunicorn exits, its log names the value."""
+    import subprocess
+
+    from _webserver import command, free_port, segment_name
+
+    log = tmp_path / "bad.log"
+    env = dict(os.environ, LIBSW_WEB_SEGMENT=segment_name("bad"), LIBSW_WEB_DEFAULT="0/second")
+    with open(log, "wb") as out:
+        p = subprocess.Popen(command("gunicorn", "flask_app:app", free_port(), 2), env=env, stdout=out,
+                             stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            rc = p.wait(120)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+            raise AssertionError("gunicorn still runs with a bad rate:\n" + log.read_text())
+    text = log.read_text()
+    assert rc != 0 and "rate '0/second'" in text, text[-3000:]
