@@ -44,6 +44,7 @@ class Limiter:
         self._specs: Dict[str, List[Tuple[Any, Any, Dict[str, Any]]]] = {}
         self._exempt: set = set()
         self._rules: Dict[str, Tuple[Rule, ...]] = {}
+        self._names: Dict[str, str] = {}  # endpoint -> its view's qualified name
         if "key" in options:
             key_function(options["key"], options.get("trusted_proxies"))
         if app is not None:
@@ -102,14 +103,16 @@ class Limiter:
 
     def _before(self) -> Any:
         core = self.core
-        req = flask.request
-        if core is None or req.endpoint is None:
+        req = flask.request._get_current_object()  # the request itself: one proxy lookup
+        endpoint = req.endpoint
+        if core is None or endpoint is None:
             return None
-        view = flask.current_app.view_functions.get(req.endpoint)
-        name = _qualname(view)
+        name = self._names.get(endpoint)
+        if name is None:
+            name = self._names[endpoint] = _qualname(flask.current_app.view_functions.get(endpoint))
         if name in self._exempt:
             return None
-        rules = self._view_rules(name, req.endpoint if name not in self._specs else name)
+        rules = self._rules.get(name) or self._view_rules(name, endpoint if name not in self._specs else name)
         r = Request(req.method, req.path, req.remote_addr, req.headers.get, req.view_args, _user, req)
         out = core.enter(r, core.application, rules)
         flask.g._libsw = out
@@ -122,11 +125,14 @@ class Limiter:
         return flask.Response(body, status, headers)
 
     def _after(self, response: flask.Response) -> flask.Response:
-        out: Optional[Outcome] = flask.g.get("_libsw")
+        out: Optional[Outcome] = getattr(flask.g, "_libsw", None)
         if out is not None and self.core is not None:
-            for k, v in out.headers(self.core.headers):
-                if k not in response.headers:
-                    response.headers[k] = v
+            style = self.core.headers
+            if style is not None or not out.allowed:
+                have = response.headers
+                for k, v in out.headers(style):
+                    if k not in have:
+                        have[k] = v
         return response
 
     def _teardown(self, exc: Optional[BaseException]) -> None:
