@@ -9,8 +9,9 @@ changes. Prints numbers; asserts nothing (tests live in bindings/python/tests).
       without RateLimitMiddleware. Every request passes (a limit never reached),
       from one client address; best of R runs of N requests, us per request.
   bench_web.py server   [--requests N]          a real server: gunicorn (2 sync
-      workers) serving Flask with each limiter, N sequential requests from one
-      client, median us per request (client included: the differences are
+      workers) serving Flask with each limiter, the three at once, N
+      sequential requests to each in turn from one client (a new connection
+      each), median us per request (client included: the differences are
       what to read).
   bench_web.py sharing  [--workers W]           gunicorn with W workers, a
       5/minute limit per client: passes in a burst of 60 requests, with
@@ -185,20 +186,27 @@ class Gunicorn:
 
 
 def server(args):
+    """The three servers run at once; requests go to each in turn, so that
+    the machine's load falls on all of them alike."""
     import requests
 
-    print("%-40s %12s" % ("gunicorn, 2 workers, %d sequential requests" % args.requests, "median us"))
-    for limiter in ("none", "libsw", "flask-limiter"):
-        g = Gunicorn(limiter, "1000000/minute", 2)
-        try:
-            times = []
-            for _ in range(args.requests):
+    names = ("none", "libsw", "flask-limiter")
+    servers = [Gunicorn(limiter, "1000000/minute", 2) for limiter in names]
+    times = {n: [] for n in names}
+    try:
+        for _ in range(args.requests):
+            for n, g in zip(names, servers):
                 t = time.perf_counter_ns()
                 requests.get(g.url, headers={"Connection": "close"}, timeout=30)
-                times.append((time.perf_counter_ns() - t) / 1000.0)
-            print("%-40s %12.0f" % ("Flask, " + limiter, statistics.median(times)))
-        finally:
+                times[n].append((time.perf_counter_ns() - t) / 1000.0)
+    finally:
+        for g in servers:
             g.stop()
+    print("%-40s %12s %12s" % ("gunicorn, 2 workers, %d requests each" % args.requests, "median us", "over none"))
+    base = statistics.median(times["none"])
+    for n in names:
+        m = statistics.median(times[n])
+        print("%-40s %12.0f %12.0f" % ("Flask, " + n, m, m - base))
 
 
 def sharing(args):

@@ -383,6 +383,19 @@ def test_segment_shared_between_limiters_of_two_processes(tmp_path):
         libsw.unlink_segment(seg)
 
 
+def test_rules_of_other_windows_share_a_segment_name():
+    seg = "lswt-w-%d-%s" % (os.getpid(), uuid.uuid4().hex[:6])
+    try:
+        lim = Limiter(segment=seg)
+        a, = lim.rules("a", "5/minute")
+        b, = lim.rules("b", "5/minute", windows=2)   # another geometry: in "<segment>-w2"
+        assert a.lim.segment_name == seg and b.lim.segment_name == seg + "-w2"
+        assert b.lim.keyed_stats().windows == 2
+    finally:
+        libsw.unlink_segment(seg)
+        libsw.unlink_segment(seg + "-w2")
+
+
 def test_default_segment_name():
     assert libsw.web.default_segment("my app/v2!") == "libsw-web-%d-myappv2" % os.getuid()
     assert Limiter(app_name="x", segment="default").segment == "libsw-web-%d-x" % os.getuid()

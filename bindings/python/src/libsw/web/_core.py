@@ -22,7 +22,7 @@ from .._errors import BlockedError
 from .._limiter import RateLimiter, now_ms
 from ._keys import KeyFunc, Request, key_function, key_name
 from ._log import Throttle, counters_grown
-from ._rates import Rate, parse_rates
+from ._rates import DEFAULT_WINDOWS, Rate, parse_rates
 
 DEFAULT = "default"  # segment=DEFAULT: the documented default name (default_segment)
 HEADER_STYLES = ("ietf", "x", "both")
@@ -260,7 +260,8 @@ class Limiter:
             try:
                 lim = RateLimiter(
                     rate.count, name=name, windows=rate.windows, interval=1.0, capacity=capacity,
-                    on_full=on_full, key_bytes=self.key_bytes, segment=self.segment, reset=self.reset,
+                    on_full=on_full, key_bytes=self.key_bytes, segment=self._segment_for(rate), stripes=1,
+                    reset=self.reset,
                     behavior=behavior, max_queue=max_queue / scale, dry_run=dry_run, clock=lim_clock,
                     block=wait is not None, timeout=None if wait is None else wait / scale,
                     sleep=lambda s, f=sleeper: f(s * scale), async_sleep=lambda s, f=asleeper: f(s * scale))
@@ -274,6 +275,15 @@ class Limiter:
             self._rules[ident + (id(keyfn),)] = rule
             return rule
 
+    def _segment_for(self, rate: Rate) -> Any:
+        """The segment of a rule: a segment's limiters share one window
+        geometry, so rules of other than the default 10 windows live in
+        "<segment>-w<windows>"."""
+        seg = self.segment
+        if seg is None or rate.windows == DEFAULT_WINDOWS:
+            return seg
+        return "%s-w%d" % (os.fspath(seg), rate.windows)
+
     def _name(self, scope: str, rate: Rate, ident: Tuple[Any, ...]) -> str:
         """The rule's name in the segment: the same in every worker, new
         when the rule's rate, geometry or key changes (a new table). Its
@@ -283,7 +293,7 @@ class Limiter:
         p = rate.period_ms
         readable = "%s.%d-%s" % (re.sub(r"[^A-Za-z0-9_.-]", "", scope), rate.count,
                                  "%ds" % (p // 1000) if p % 1000 == 0 else "%dms" % p)
-        seg = os.fspath(self.segment) if self.segment is not None else ""
+        seg = os.fspath(self._segment_for(rate) or "")
         budget = 63 if (not seg or "/" in str(seg)) else 63 - len(seg) - len(".keys.")
         if budget < len(digest):
             raise ValueError("segment=%r is too long: its keys' segments \"<segment>.keys.<rule>\" must fit "
