@@ -2,7 +2,7 @@
 """libsw.web's cost per request, and what sharing limits across workers
 changes. Prints numbers; asserts nothing (tests live in bindings/python/tests).
 
-  bench_web.py inproc   [--calls N] [--runs R]   per-request time in one process:
+  bench_web.py inproc   [--calls N] [--runs R] [--mode M]   per-request time in one process:
       a bare WSGI app and ASGI app with and without libsw's middleware;
       Flask through its test client with no limiter, libsw.web.flask and
       Flask-Limiter (memory://); Starlette called as an ASGI app with and
@@ -96,49 +96,62 @@ def asgi_loop(app):
     return lambda n: loop.run_until_complete(many(n))
 
 
+def bare_wsgi(environ, start_response):
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return [b"ok"]
+
+
+async def bare_asgi(scope, receive, send):
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+    await send({"type": "http.response.body", "body": b"ok"})
+
+
+def flask_client(limiter, seg):
+    c = app_module(limiter, RATE, segment=seg).flask_app.test_client()
+    return lambda n: [c.get("/", environ_base={"REMOTE_ADDR": "10.0.0.1"}) for _ in range(n)]
+
+
+RATE = "1000000/minute"
+# mode -> (label, factory(segment) -> run(n))
+MODES = {
+    "wsgi": ("WSGI app, no limiter", lambda seg: wsgi_loop(bare_wsgi)),
+    "wsgi-libsw": ("WSGI app + WSGIRateLimitMiddleware", lambda seg: wsgi_loop(
+        __import__("libsw.web").web.WSGIRateLimitMiddleware(bare_wsgi, segment=seg, default=RATE))),
+    "wsgi-libsw-2": ("WSGI app + WSGIRateLimitMiddleware, two rates", lambda seg: wsgi_loop(
+        __import__("libsw.web").web.WSGIRateLimitMiddleware(bare_wsgi, segment=seg,
+                                                           default="1000000/second;1000000/minute"))),
+    "asgi": ("ASGI app, no limiter", lambda seg: asgi_loop(bare_asgi)),
+    "asgi-libsw": ("ASGI app + RateLimitMiddleware", lambda seg: asgi_loop(
+        __import__("libsw.web").web.RateLimitMiddleware(bare_asgi, segment=seg, default=RATE))),
+    "flask": ("Flask test client, no limiter", lambda seg: flask_client("none", seg)),
+    "flask-libsw": ("Flask test client, libsw.web.flask", lambda seg: flask_client("libsw", seg)),
+    "flask-limiter": ("Flask test client, Flask-Limiter memory://", lambda seg: flask_client("flask-limiter", seg)),
+    "starlette": ("Starlette (ASGI call), no limiter",
+                  lambda seg: asgi_loop(app_module("none", RATE, asgi=True, segment=seg).asgi_app)),
+    "starlette-libsw": ("Starlette (ASGI call), RateLimitMiddleware",
+                        lambda seg: asgi_loop(app_module("libsw", RATE, asgi=True, segment=seg).asgi_app)),
+}
+
+
 def inproc(args):
     import libsw
-    from libsw.web import RateLimitMiddleware, WSGIRateLimitMiddleware
 
     seg = "lswb-%s" % uuid.uuid4().hex[:8]
-    rate = "1000000/minute"
-
-    def bare_wsgi(environ, start_response):
-        start_response("200 OK", [("Content-Type", "text/plain")])
-        return [b"ok"]
-
-    async def bare_asgi(scope, receive, send):
-        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
-        await send({"type": "http.response.body", "body": b"ok"})
-
     rows = []
     try:
-        cases = [
-            ("WSGI app, no limiter", wsgi_loop(bare_wsgi)),
-            ("WSGI app + WSGIRateLimitMiddleware", wsgi_loop(WSGIRateLimitMiddleware(
-                bare_wsgi, segment=seg, default=rate))),
-            ("WSGI app + WSGIRateLimitMiddleware, 5/second;1000000/minute", wsgi_loop(WSGIRateLimitMiddleware(
-                bare_wsgi, segment=seg, default="1000000/second;1000000/minute"))),
-            ("ASGI app, no limiter", asgi_loop(bare_asgi)),
-            ("ASGI app + RateLimitMiddleware", asgi_loop(RateLimitMiddleware(bare_asgi, segment=seg,
-                                                                             default=rate))),
-        ]
-        for limiter in ("none", "libsw", "flask-limiter"):
-            client = app_module(limiter, rate, segment=seg).flask_app.test_client()
-            cases.append(("Flask test client, %s" % limiter,
-                          lambda n, c=client: [c.get("/", environ_base={"REMOTE_ADDR": "10.0.0.1"})
-                                               for _ in range(n)]))
-        for limiter in ("none", "libsw"):
-            cases.append(("Starlette (ASGI call), %s" % limiter,
-                          asgi_loop(app_module(limiter, rate, asgi=True, segment=seg).asgi_app)))
-        for name, fn in cases:
+        for mode in ([args.mode] if args.mode else MODES):
+            label, make = MODES[mode]
+            fn = make(seg)
             fn(200)  # warm up: tables made, keys inserted
-            rows.append((name, best(fn, args.calls, args.runs)))
+            if args.mode:  # exactly --calls requests (for callgrind: run with N and 0, subtract)
+                fn(args.calls)
+                return
+            rows.append((label, best(fn, args.calls, args.runs)))
     finally:
         libsw.unlink_segment(seg)
-    print("%-62s %10s" % ("in one process (best of %d x %d requests)" % (args.runs, args.calls), "us/request"))
+    print("%-52s %10s" % ("in one process (best of %d x %d requests)" % (args.runs, args.calls), "us/request"))
     for name, us in rows:
-        print("%-62s %10.2f" % (name, us))
+        print("%-52s %10.2f" % (name, us))
 
 
 # ------------------------------------------------------------------ servers
@@ -243,6 +256,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("what", choices=["inproc", "server", "sharing"])
     ap.add_argument("--calls", type=int, default=5000)
+    ap.add_argument("--mode", choices=sorted(MODES), help="inproc: run one mode exactly --calls times")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--requests", type=int, default=1000)
     ap.add_argument("--workers", type=int, default=4)

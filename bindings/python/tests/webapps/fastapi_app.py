@@ -4,7 +4,7 @@ import json
 import os
 import time
 
-from fastapi import Depends, FastAPI, Request, Response
+from fastapi import Depends, FastAPI, Response
 
 from libsw.web import Limiter
 from libsw.web.fastapi import RateLimit

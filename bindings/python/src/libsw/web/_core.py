@@ -35,6 +35,31 @@ _LOGGED_FIELDS = ["evicted", "refused", "would_block"]
 _EPOCH = 1_000_000_000
 
 
+_startup_log = Throttle(60.0)  # rules checked before any Limiter exists (decorators at import)
+_RULE_OPTIONS = {"behavior", "max_queue", "wait", "capacity", "on_full", "windows", "dry_run"}
+
+
+def validate(scope: str, rates: Any, key: Any = None, options: Optional[Dict[str, Any]] = None,
+             trusted_proxies: Optional[Sequence[str]] = None, log: Optional[Throttle] = None) -> Tuple[Rate, ...]:
+    """The rates of a rule, its key function and options checked (at start-up:
+    a decorator, a middleware's constructor); a refusal is logged ("rule
+    refused") and raised, naming the value."""
+    options = options or {}
+    try:
+        unknown = set(options) - _RULE_OPTIONS
+        if unknown:
+            raise TypeError("unknown rule option(s): %s" % ", ".join(sorted(unknown)))
+        if options.get("behavior", "reject") not in _BEHAVIORS:
+            raise ValueError("behavior=%r is not one of %s" % (options["behavior"], ", ".join(_BEHAVIORS)))
+        parsed = parse_rates(rates, options.get("windows"))
+        if key is not None:
+            key_function(key, trusted_proxies)
+        return parsed
+    except (ValueError, TypeError) as e:
+        (log or _startup_log).emit(logging.ERROR, "refused", "rule refused for %s: %s", scope, e)
+        raise
+
+
 def default_segment(app_name: str = "app") -> str:
     """The segment the limits live in unless ``segment=`` says otherwise:
     ``"libsw-web-<uid>-<app>"``, where <app> is app_name with characters
@@ -208,8 +233,30 @@ class Limiter:
         self._counters: Dict[str, Dict[str, int]] = {}
         self._next_audit = 0.0
         self.default_rates = default
-        self.default = self.rules("default", default) if default is not None else ()
-        self.application = self.rules("application", application) if application is not None else ()
+        self.application_rates = application
+        for scope, rates in (("default", default), ("application", application)):
+            if rates is not None:
+                validate(scope, rates, None, {"windows": windows}, trusted_proxies, self.log)
+        self._default: Optional[Tuple[Rule, ...]] = None
+        self._application: Optional[Tuple[Rule, ...]] = None
+
+    @property
+    def default(self) -> Tuple[Rule, ...]:
+        """The rules of ``default`` shared by every request that has no
+        rules of its own (the middleware's); the framework adapters make
+        ``default`` per view instead."""
+        if self._default is None:
+            rates = self.default_rates
+            self._default = self.rules("default", rates) if rates is not None else ()
+        return self._default
+
+    @property
+    def application(self) -> Tuple[Rule, ...]:
+        """The rules of ``application``: every limited request enters them."""
+        if self._application is None:
+            rates = self.application_rates
+            self._application = self.rules("application", rates) if rates is not None else ()
+        return self._application
 
     # ------------------------------------------------------------ rules
 
@@ -217,15 +264,10 @@ class Limiter:
         """The rules of rates (a rate string, several separated by ";", or
         a list) for scope, made once (their tables are opened now: a bad
         rate, key or option raises here, at start-up)."""
+        opts = dict(options)
+        opts.setdefault("windows", self.windows)
+        parsed = validate(scope, rates, key, opts, self.trusted_proxies, self.log)
         keyfn = self.key if key is None else key_function(key, self.trusted_proxies)
-        unknown = set(options) - {"behavior", "max_queue", "wait", "capacity", "on_full", "windows", "dry_run"}
-        if unknown:
-            raise TypeError("unknown rule option(s): %s" % ", ".join(sorted(unknown)))
-        try:
-            parsed = parse_rates(rates, options.get("windows", self.windows))
-        except (ValueError, TypeError) as e:
-            self.log.emit(logging.ERROR, "refused", "rule refused for %s: %s", scope, e)
-            raise
         return tuple(self._rule(r, scope, keyfn, options) for r in parsed)
 
     def _rule(self, rate: Rate, scope: str, keyfn: KeyFunc, o: Dict[str, Any]) -> Rule:
@@ -235,8 +277,6 @@ class Limiter:
         on_full = o.get("on_full", self.on_full)
         max_queue = o.get("max_queue", self.max_queue)
         dry_run = bool(o.get("dry_run", self.dry_run))
-        if behavior not in _BEHAVIORS:
-            raise ValueError("behavior=%r is not one of %s" % (behavior, ", ".join(_BEHAVIORS)))
         ident = (scope, rate.count, rate.period_ms, rate.windows, behavior, capacity, self.key_bytes,
                  key_name(keyfn))
         with self._lock:

@@ -43,6 +43,7 @@ class Routes:
     def __init__(self, limiter: Limiter, limits: Optional[Mapping[str, Any]] = None,
                  exempt: Iterable[str] = ()) -> None:
         self.limiter = limiter
+        limiter.default, limiter.application  # their tables opened now, at start-up
         self.exempt = [compile_pattern(p) for p in ([exempt] if isinstance(exempt, str) else exempt)]
         self.routes: List[Tuple[Optional[str], Pattern[str], Tuple[Rule, ...]]] = []
         for pattern, spec in (limits or {}).items():

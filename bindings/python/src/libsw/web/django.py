@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import importlib
 import threading
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from django.conf import settings
 from django.http import HttpResponse
 from django.urls import get_resolver
 
-from ._core import Limiter, Outcome, Rule, custom_response, refusal
-from ._keys import Request, key_function
-from ._rates import parse_rates
+from ._core import Limiter, Outcome, Rule, custom_response, refusal, validate
+from ._keys import Request
 from ._routes import compile_pattern
 
 __all__ = ["RateLimitMiddleware", "exempt", "limiter", "ratelimit"]
@@ -48,9 +47,7 @@ def ratelimit(rates: Any, *, key: Any = None, **options: Any) -> Callable[[Any],
     """A view's own rates (instead of the default), with its key function
     (``"ip"``, ``"user"``, ``"header:X-Api-Key"``, ``"path:org"``, a
     callable) and rule options; checked when the view is imported."""
-    parse_rates(rates, options.get("windows"))
-    if key is not None:
-        key_function(key)
+    validate("a Django view", rates, key, options)
 
     def decorate(view: Any) -> Any:
         specs = list(getattr(view, "_libsw_limits", ()))
@@ -85,6 +82,7 @@ class RateLimitMiddleware:
         self.get_response = get_response
         conf = _conf()
         self.core = limiter()
+        self.core.application  # its tables opened now, at start-up
         self.exempt = [compile_pattern(p) for p in conf.get("exempt", ())]
         hook = conf.get("response")
         if isinstance(hook, str):

@@ -13,9 +13,7 @@ from typing import Any, AsyncIterator, Dict, Optional, Tuple
 from fastapi import HTTPException, Request, Response
 
 from ._asgi import asgi_request
-from ._core import Limiter, Outcome, Rule
-from ._keys import key_function
-from ._rates import parse_rates
+from ._core import Limiter, Outcome, Rule, validate
 
 __all__ = ["RateLimit", "RateLimitExceeded"]
 
@@ -36,9 +34,7 @@ class RateLimit:
 
     def __init__(self, rates: Any, *, limiter: Limiter, key: Any = None, scope: Optional[str] = None,
                  **options: Any) -> None:
-        parse_rates(rates, options.get("windows"))
-        if key is not None:
-            key_function(key, limiter.trusted_proxies)
+        validate(scope or "a FastAPI route", rates, key, options, limiter.trusted_proxies, limiter.log)
         self.rates = rates
         self.limiter = limiter
         self.key = key

@@ -8,9 +8,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import flask
 
 from ._core import Limiter as _Core
-from ._core import Outcome, Rule, custom_response, refusal
+from ._core import Outcome, Rule, custom_response, refusal, validate
 from ._keys import Request, key_function
-from ._rates import parse_rates
 
 __all__ = ["Limiter"]
 
@@ -57,6 +56,7 @@ class Limiter:
         options.setdefault("app_name", app.import_name)
         self.response = options.pop("response", self.response)
         self.core = _Core(**options)
+        self.core.application  # its tables opened now, at start-up
         for name in list(self._specs):
             self._view_rules(name, name)
         app.before_request(self._before)
@@ -67,9 +67,7 @@ class Limiter:
     def limit(self, rates: Any, *, key: Any = None, **options: Any) -> Callable[[Any], Any]:
         """A view's own rates (several: ``"5/second;100/minute"``, or stack
         the decorator), with its key function and rule options."""
-        parse_rates(rates, options.get("windows"))
-        if key is not None:
-            key_function(key, self.options.get("trusted_proxies"))
+        validate("a Flask view", rates, key, options, self.options.get("trusted_proxies"))
 
         def decorate(fn: Any) -> Any:
             name = _qualname(fn)
