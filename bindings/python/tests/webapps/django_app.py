@@ -31,19 +31,13 @@ def default(request):
     return reply("default")
 
 
-@ratelimit("4/minute", key="header:X-Api-Key")
-def key(request):
-    return reply("key")
+def limited(rates, text):
+    """A view answering text, limited by rates per X-Api-Key."""
+    def view(request):
+        return reply(text)
 
-
-@ratelimit("3/minute;10/hour", key="header:X-Api-Key")
-def multi(request):
-    return reply("multi")
-
-
-@ratelimit("10/minute;4/hour", key="header:X-Api-Key")
-def multi_hour(request):
-    return reply("multi-hour")
+    view.__qualname__ = text
+    return ratelimit(rates, key="header:X-Api-Key")(view)
 
 
 @ratelimit("2/minute", key="path:org")
@@ -57,8 +51,9 @@ def stats(request):
 
 
 urlpatterns = [
-    path("health", health), path("default", default), path("key", key), path("multi", multi),
-    path("multi-hour", multi_hour), path("orgs/<org>", org), path("stats", stats),
+    path("health", health), path("default", default), path("orgs/<org>", org), path("stats", stats),
+    path("key", limited("4/minute", "key")), path("multi", limited("3/minute;10/hour", "multi")),
+    path("multi-hour", limited("10/minute;4/hour", "multi-hour")),
 ]
 
 from django.core.wsgi import get_wsgi_application  # noqa: E402

@@ -29,34 +29,25 @@ def default():
     return "default"
 
 
-@app.route("/key")
-@limiter.limit("4/minute", key="header:X-Api-Key")
-def key():
-    return "key"
+# path -> (rates, key): each view answers its path
+LIMITED = {
+    "/key": ("4/minute", "header:X-Api-Key"),
+    "/multi": ("3/minute;10/hour", "header:X-Api-Key"),
+    "/multi-hour": ("10/minute;4/hour", "header:X-Api-Key"),
+    "/proxied": ("2/minute", remote_address(trusted_proxies=["127.0.0.1"])),
+}
+for path, (rates, key) in LIMITED.items():
+    def view(path=path):
+        return path
 
-
-@app.route("/multi")
-@limiter.limit("3/minute;10/hour", key="header:X-Api-Key")
-def multi():
-    return "multi"
-
-
-@app.route("/multi-hour")
-@limiter.limit("10/minute;4/hour", key="header:X-Api-Key")
-def multi_hour():
-    return "multi-hour"
+    view.__name__ = view.__qualname__ = path.strip("/").replace("-", "_")
+    app.add_url_rule(path, view_func=limiter.limit(rates, key=key)(view))
 
 
 @app.route("/orgs/<org>")
 @limiter.limit("2/minute", key="path:org")
 def org(org):
     return org
-
-
-@app.route("/proxied")
-@limiter.limit("2/minute", key=remote_address(trusted_proxies=["127.0.0.1"]))
-def proxied():
-    return "proxied"
 
 
 @app.route("/stats")

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Any, Awaitable, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
-from ._core import Limiter, Outcome, custom_response, refusal
+from ._core import Outcome, custom_response, refusal
 from ._keys import Request
-from ._routes import Routes
+from ._routes import Middleware
 
 
 def _asgi_user(scope: Mapping[str, Any]) -> Optional[str]:
@@ -65,7 +65,7 @@ async def send_refusal(send: Callable[[Dict[str, Any]], Awaitable[None]], status
     await send({"type": "http.response.body", "body": body})
 
 
-class RateLimitMiddleware:
+class RateLimitMiddleware(Middleware):
     """Rate limits in front of an ASGI application (http requests; other
     scope types pass through). ``limits``, ``exempt`` and ``response`` as
     for :class:`WSGIRateLimitMiddleware`, the hook returning an ASGI
@@ -74,16 +74,6 @@ class RateLimitMiddleware:
     in ``scope["state"]["libsw"]`` (Starlette's ``request.state.libsw``).
     With Starlette's AuthenticationMiddleware, add this one after it (so
     that it runs inside it) for the ``user`` key."""
-
-    def __init__(self, app: Callable[..., Any], limiter: Optional[Limiter] = None, *,
-                 limits: Optional[Mapping[str, Any]] = None, exempt: Iterable[str] = (),
-                 response: Optional[Callable[[Request, Outcome], Any]] = None, **options: Any) -> None:
-        if limiter is not None and options:
-            raise TypeError("give limiter= or the Limiter's options (%s), not both" % ", ".join(sorted(options)))
-        self.app = app
-        self.limiter = limiter if limiter is not None else Limiter(**options)
-        self.routes = Routes(self.limiter, limits, exempt)
-        self.response = response
 
     async def __call__(self, scope: Dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":

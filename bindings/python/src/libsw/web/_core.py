@@ -16,7 +16,7 @@ import os
 import re
 import threading
 import time
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 from .._errors import BlockedError
 from .._limiter import RateLimiter, now_ms
@@ -128,12 +128,9 @@ class Outcome:
                  "error")
 
     def __init__(self) -> None:
-        self.allowed = True
+        self.allowed, self.would_block, self.retry_after, self.waited = True, False, 0.0, 0.0
         self.rule: Optional[Rule] = None
-        self.retry_after = 0.0
         self.remaining: Optional[int] = None
-        self.waited = 0.0
-        self.would_block = False
         self.rules: List[Rule] = []
         self._permits: List[Any] = []
         self.error: Optional[BaseException] = None
@@ -401,9 +398,10 @@ class Limiter:
             return True
         return False
 
-    def enter(self, req: Request, *groups: Sequence[Rule]) -> Outcome:
-        """Enter a request into the rules of groups (waits with time.sleep
-        for pacing or ``wait``)."""
+    async def _enter(self, req: Request, groups: Tuple[Sequence[Rule], ...], sync: bool) -> Outcome:
+        """The entry of a request, for both callers: with sync=True it never
+        suspends (waits are time.sleep), so enter() runs it to the end in
+        one step; enter_async() awaits it (waits are asyncio.sleep)."""
         out, rules = self._start(groups)
         for rule in rules:
             k = self._key(rule, req, out)
@@ -412,27 +410,33 @@ class Limiter:
                     return out
                 continue
             try:
-                p = rule.lim.acquire(key=k or "-")
+                p = rule.lim.acquire(key=k or "-") if sync else await rule.lim.acquire_async(key=k or "-")
             except BlockedError as e:
                 return self._refuse(out, rule, e)
             self._admitted(out, rule, p)
         return out
 
+    def enter(self, req: Request, *groups: Sequence[Rule]) -> Outcome:
+        """Enter a request into the rules of groups (waits with time.sleep
+        for pacing or ``wait``)."""
+        run = self._enter(req, groups, True)
+        try:
+            run.send(None)
+        except StopIteration as done:
+            return cast(Outcome, done.value)
+        run.close()
+        raise RuntimeError("libsw.web: a synchronous entry suspended")
+
     async def enter_async(self, req: Request, *groups: Sequence[Rule]) -> Outcome:
         """:meth:`enter` for ASGI: waits with asyncio.sleep."""
-        out, rules = self._start(groups)
-        for rule in rules:
-            k = self._key(rule, req, out)
-            if k is None:
-                if self._failed_key(out):
-                    return out
-                continue
-            try:
-                p = await rule.lim.acquire_async(key=k or "-")
-            except BlockedError as e:
-                return self._refuse(out, rule, e)
-            self._admitted(out, rule, p)
-        return out
+        return await self._enter(req, groups, False)
+
+    def view_rules(self, scope: str, specs: Optional[Sequence[Tuple[Any, Any, Dict[str, Any]]]]) -> Tuple[Rule, ...]:
+        """A view's rules: its own (rates, key, options) specs, else the
+        ``default`` rates counted for this view alone."""
+        if specs:
+            return tuple(r for rates, key, o in specs for r in self.rules(scope, rates, key, **o))
+        return self.rules(scope, self.default_rates) if self.default_rates is not None else ()
 
     # ------------------------------------------------- logging, statistics
 

@@ -69,3 +69,18 @@ class Routes:
                 if hit:
                     return (lim.application, rules), hit.groupdict()
         return (lim.application, lim.default), {}
+
+
+class Middleware:
+    """What the ASGI and WSGI middleware share: the application, the
+    Limiter (``limiter=``, or made from the other keyword arguments), the
+    routes and the response hook."""
+
+    def __init__(self, app: Any, limiter: Optional[Limiter] = None, *, limits: Optional[Mapping[str, Any]] = None,
+                 exempt: Iterable[str] = (), response: Optional[Any] = None, **options: Any) -> None:
+        if limiter is not None and options:
+            raise TypeError("give limiter= or the Limiter's options (%s), not both" % ", ".join(sorted(options)))
+        self.app = app
+        self.limiter = limiter if limiter is not None else Limiter(**options)
+        self.routes = Routes(self.limiter, limits, exempt)
+        self.response = response

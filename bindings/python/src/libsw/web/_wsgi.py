@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Iterator, List, Mapping, Optional, Tuple
 
-from ._core import Limiter, Outcome, custom_response, merge_headers, refusal
+from ._core import Outcome, custom_response, merge_headers, refusal
 from ._keys import Request
-from ._routes import Routes
+from ._routes import Middleware
 
 _REASONS = {429: "Too Many Requests", 503: "Service Unavailable", 200: "OK", 403: "Forbidden"}
 
@@ -38,7 +38,7 @@ class _Released:
             self.out.release()
 
 
-class WSGIRateLimitMiddleware:
+class WSGIRateLimitMiddleware(Middleware):
     """Rate limits in front of a WSGI application.
 
     ``limits``: route patterns (``"POST /login"``, ``"/orgs/{org}/*"``) to
@@ -48,16 +48,6 @@ class WSGIRateLimitMiddleware:
     make the :class:`Limiter` (or pass ``limiter=``). Pacing and ``wait``
     sleep with time.sleep. The outcome is in ``environ["libsw.outcome"]``.
     """
-
-    def __init__(self, app: Callable[..., Any], limiter: Optional[Limiter] = None, *,
-                 limits: Optional[Mapping[str, Any]] = None, exempt: Iterable[str] = (),
-                 response: Optional[Callable[[Request, Outcome], Any]] = None, **options: Any) -> None:
-        if limiter is not None and options:
-            raise TypeError("give limiter= or the Limiter's options (%s), not both" % ", ".join(sorted(options)))
-        self.app = app
-        self.limiter = limiter if limiter is not None else Limiter(**options)
-        self.routes = Routes(self.limiter, limits, exempt)
-        self.response = response
 
     def __call__(self, environ: Any, start_response: Callable[..., Any]) -> Iterable[bytes]:
         m = self.routes.match(environ.get("REQUEST_METHOD", "GET"), environ.get("PATH_INFO") or "/")

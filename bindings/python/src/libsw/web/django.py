@@ -105,16 +105,8 @@ class RateLimitMiddleware:
     def _view_rules(self, view: Any) -> Tuple[Rule, ...]:
         rules = self._rules.get(view)
         if rules is None:
-            core = self.core
-            scope = getattr(view, "__name__", "view")
-            specs = getattr(view, "_libsw_limits", None)
-            if specs:
-                rules = tuple(r for rates, key, o in specs for r in core.rules(scope, rates, key, **o))
-            elif core.default_rates is not None:
-                rules = core.rules(scope, core.default_rates)
-            else:
-                rules = ()
-            self._rules[view] = rules
+            scope = "%s.%s" % (getattr(view, "__module__", "?"), getattr(view, "__qualname__", "view"))
+            rules = self._rules[view] = self.core.view_rules(scope, getattr(view, "_libsw_limits", None))
         return rules
 
     def process_view(self, request: Any, view: Any, args: Any, kwargs: Dict[str, Any]) -> Any:

@@ -87,16 +87,8 @@ class Limiter:
     def _view_rules(self, name: str, scope: str) -> Tuple[Rule, ...]:
         rules = self._rules.get(name)
         if rules is None:
-            core = self.core
-            assert core is not None
-            specs = self._specs.get(name)
-            if specs:
-                rules = tuple(r for rates, key, o in specs for r in core.rules(scope, rates, key, **o))
-            elif core.default_rates is not None:
-                rules = core.rules(scope, core.default_rates)
-            else:
-                rules = ()
-            self._rules[name] = rules
+            assert self.core is not None
+            rules = self._rules[name] = self.core.view_rules(scope, self._specs.get(name))
         return rules
 
     def _before(self) -> Any:
