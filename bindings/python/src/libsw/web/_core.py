@@ -213,17 +213,10 @@ class Limiter:
         self.trusted_proxies = trusted_proxies
         self.key = key_function(key, trusted_proxies)
         self.headers = headers or None
-        self.behavior = behavior
-        self.max_queue = max_queue
-        self.wait = wait
-        self.capacity = capacity
-        self.on_full = on_full
-        self.windows = windows
-        self.dry_run = bool(dry_run)
-        self.on_error = on_error
-        self.key_bytes = key_bytes
-        self.reset = reset
-        self.clock = clock
+        self.behavior, self.max_queue, self.wait = behavior, max_queue, wait
+        self.capacity, self.on_full, self.windows = capacity, on_full, windows
+        self.dry_run, self.on_error = bool(dry_run), on_error
+        self.key_bytes, self.reset, self.clock = key_bytes, reset, clock
         self.log = Throttle(log_interval)
         self._lock = threading.Lock()
         self._rules: Dict[Tuple[Any, ...], Rule] = {}
@@ -507,3 +500,16 @@ def custom_response(hook: Any, req: Request, out: Outcome) -> Any:
     """What a response hook returned for a refused request, or None for the
     default 429."""
     return None if hook is None else hook(req, out)
+
+
+def refused_response(hook: Any, req: Request, out: Outcome, make: Callable[[bytes, int, Any], Any]) -> Any:
+    """A framework's answer to a request: None when admitted; when refused,
+    the hook's response, else make(body, status, headers) of the default
+    429 (the outcome's fields are added to either afterwards)."""
+    if out.allowed:
+        return None
+    r = custom_response(hook, req, out)
+    if r is not None:
+        return r
+    status, headers, body = refusal(None, [])
+    return make(body, status, headers)

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.http import HttpResponse
 from django.urls import get_resolver
 
-from ._core import Limiter, Outcome, Rule, custom_response, refusal, validate
+from ._core import Limiter, Outcome, Rule, refused_response, validate
 from ._keys import Request
 from ._routes import compile_pattern
 
@@ -121,11 +121,5 @@ class RateLimitMiddleware:
                     kwargs, lambda: _user(request), request)
         out = core.enter(r, core.application, self._view_rules(view))
         request._libsw = out
-        if out.allowed:
-            return None
-        hook = custom_response(self.response, r, out)
-        if hook is not None:
-            return hook
-        status, headers, body = refusal(None, [])
-        resp = HttpResponse(body, status=status, content_type="text/plain")
-        return resp
+        return refused_response(self.response, r, out,
+                                lambda body, status, headers: HttpResponse(body, status=status, content_type="text/plain"))

@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import flask
 
 from ._core import Limiter as _Core
-from ._core import Outcome, Rule, custom_response, refusal, validate
+from ._core import Outcome, Rule, refused_response, validate
 from ._keys import Request, key_function
 
 __all__ = ["Limiter"]
@@ -106,13 +106,7 @@ class Limiter:
         r = Request(req.method, req.path, req.remote_addr, req.headers.get, req.view_args, _user, req)
         out = core.enter(r, core.application, rules)
         flask.g._libsw = out
-        if out.allowed:
-            return None
-        hook = custom_response(self.response, r, out)
-        if hook is not None:
-            return hook
-        status, headers, body = refusal(None, [])
-        return flask.Response(body, status, headers)
+        return refused_response(self.response, r, out, flask.Response)
 
     def _after(self, response: flask.Response) -> flask.Response:
         out: Optional[Outcome] = getattr(flask.g, "_libsw", None)
