@@ -421,6 +421,12 @@ def test_bad_configuration_fails_at_construction(kwargs, needle):
     assert needle in str(e.value)
 
 
+def test_a_refused_rule_is_logged(caplog):
+    with caplog.at_level(logging.ERROR, logger="libsw"), pytest.raises(ValueError):
+        Limiter(segment=None, default="0/second")
+    assert any("rule refused for default: rate '0/second'" in r.getMessage() for r in caplog.records)
+
+
 FRAMEWORK_BAD = {
     "flask": ("import flask\nfrom libsw.web.flask import Limiter\napp = flask.Flask('x')\n"
               "lim = Limiter(app, segment=None)\n@app.route('/')\n@lim.limit('0/second')\ndef v(): pass\n",
