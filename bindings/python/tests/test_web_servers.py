@@ -118,18 +118,16 @@ def test_statistics_count_every_worker(server):
     assert s["pass"] == 16 and s["block"] == 16 and s["keys"] == 4
 
 
+@pytest.mark.parametrize("server", ["flask"], indirect=True)  # its route is in that app
 def test_trusted_proxy_forwarded_for(server):
-    if server.name != "flask":
-        pytest.skip("the trusted-proxy route is in the Flask application")
     got = [server.get("/proxied", {"X-Forwarded-For": "198.51.100.7, 127.0.0.1"}) for _ in range(3)]
     assert statuses(got) == [200, 200, 429]
     other = server.get("/proxied", {"X-Forwarded-For": "198.51.100.8"})
     assert other.status_code == 200   # the peer is trusted: the client is the header's
 
 
+@pytest.mark.parametrize("server", ["starlette"], indirect=True)  # its route is in that app
 def test_user_key(server):
-    if server.name != "starlette":
-        pytest.skip("the user route is in the Starlette application (AuthenticationMiddleware)")
     alice = [server.get("/me", {"Authorization": "Bearer alice"}) for _ in range(4)]
     bob = server.get("/me", {"Authorization": "Bearer bob"})
     assert statuses(alice) == [200, 200, 200, 429] and bob.status_code == 200
@@ -137,9 +135,8 @@ def test_user_key(server):
     assert statuses(anonymous) == [200] * 5
 
 
+@pytest.mark.parametrize("server", ["fastapi"], indirect=True)  # its route is in that app
 def test_pacing_waits_under_uvicorn(server):
-    if server.name != "fastapi":
-        pytest.skip("the paced route is in the FastAPI application")
     n = 5  # 2/second, paced: admissions 500 ms apart, whatever the worker
     t0 = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(n) as pool:
