@@ -39,6 +39,10 @@ _startup_log = Throttle(60.0)  # rules checked before any Limiter exists (decora
 _RULE_OPTIONS = {"behavior", "max_queue", "wait", "capacity", "on_full", "windows", "dry_run"}
 
 
+def _by_period(rule: "Rule") -> int:
+    return rule.rate.period_ms
+
+
 def validate(scope: str, rates: Any, key: Any = None, options: Optional[Dict[str, Any]] = None,
              trusted_proxies: Optional[Sequence[str]] = None, log: Optional[Throttle] = None) -> Tuple[Rate, ...]:
     """The rates of a rule, its key function and options checked (at start-up:
@@ -80,7 +84,7 @@ def retry_after_header(seconds: float) -> str:
 class Rule:
     """One rate of one scope on one keyed table."""
 
-    __slots__ = ("rate", "scope", "key", "key_name", "name", "lim", "_clock", "_last")
+    __slots__ = ("rate", "scope", "key", "key_name", "name", "lim", "scale", "_clock", "_last")
 
     def __init__(self, rate: Rate, scope: str, key: KeyFunc, lim: RateLimiter, name: str,
                  clock: Callable[[], int]) -> None:
@@ -90,6 +94,7 @@ class Rule:
         self.key_name = key_name(key)
         self.name = name
         self.lim = lim
+        self.scale = rate.scale  # real seconds per second of the rule's clock
         self._clock = clock  # the rule's clock, ms (scaled: 1000 of them are the period)
         self._last: Dict[str, int] = {}
 
@@ -350,7 +355,7 @@ class Limiter:
     def _refuse(self, out: Outcome, rule: Rule, e: BlockedError) -> Outcome:
         out.allowed = False
         out.rule = rule
-        out.retry_after = e.retry_after * rule.rate.scale
+        out.retry_after = e.retry_after * rule.scale
         out.remaining = 0
         if e.full:
             self.log.emit(logging.WARNING, "full:" + rule.name, "key table of %s (%s) is full of active keys: "
@@ -361,7 +366,8 @@ class Limiter:
 
     def _admitted(self, out: Outcome, rule: Rule, p: Any) -> None:
         out._permits.append(p)
-        out.waited += p.waited * rule.rate.scale
+        if p.waited:
+            out.waited += p.waited * rule.scale
         if p.would_block:
             out.would_block = True
         if p.full:
@@ -372,11 +378,11 @@ class Limiter:
             out.remaining = p.remaining
             out.rule = rule
 
-    def _start(self, groups: Iterable[Sequence[Rule]]) -> Tuple[Outcome, List[Rule]]:
+    def _start(self, groups: Sequence[Sequence[Rule]]) -> Tuple[Outcome, List[Rule]]:
         out = Outcome()
-        rules = [r for g in groups for r in g]
+        rules = [r for g in groups for r in g] if len(groups) != 1 else list(groups[0])
         if len(rules) > 1:
-            rules.sort(key=lambda r: r.rate.period_ms)
+            rules.sort(key=_by_period)
         out.rules = rules
         if time.monotonic() >= self._next_audit:
             self.audit()

@@ -43,7 +43,8 @@ class Routes:
     def __init__(self, limiter: Limiter, limits: Optional[Mapping[str, Any]] = None,
                  exempt: Iterable[str] = ()) -> None:
         self.limiter = limiter
-        limiter.default, limiter.application  # their tables opened now, at start-up
+        self.default = limiter.default  # their tables opened now, at start-up
+        self.application = limiter.application
         self.exempt = [compile_pattern(p) for p in ([exempt] if isinstance(exempt, str) else exempt)]
         self.routes: List[Tuple[Optional[str], Pattern[str], Tuple[Rule, ...]]] = []
         for pattern, spec in (limits or {}).items():
@@ -62,13 +63,12 @@ class Routes:
         for m, rx in self.exempt:
             if (m is None or m == method) and rx.match(path):
                 return None
-        lim = self.limiter
         for m, rx, rules in self.routes:
             if m is None or m == method:
                 hit = rx.match(path)
                 if hit:
-                    return (lim.application, rules), hit.groupdict()
-        return (lim.application, lim.default), {}
+                    return (self.application, rules), hit.groupdict()
+        return (self.application, self.default), {}
 
 
 class Middleware:
