@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 import ipaddress
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, Union
 
 KeyFunc = Callable[["Request"], Optional[str]]
 _Net = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
@@ -181,11 +181,6 @@ def global_key(req: Request) -> str:
 
 global_key.name = "global"  # type: ignore[attr-defined]
 
-_NAMED: Dict[str, Callable[[], KeyFunc]] = {
-    "ip": remote_address, "remote_address": remote_address, "remote_addr": remote_address,
-    "user": user, "global": lambda: global_key,
-}
-
 
 def key_function(spec: Any, trusted_proxies: Optional[Sequence[str]] = None) -> KeyFunc:
     """A key function from what a user wrote: a callable, or a name:
@@ -200,8 +195,10 @@ def key_function(spec: Any, trusted_proxies: Optional[Sequence[str]] = None) -> 
         return remote_address(trusted_proxies)
     if spec == "user_or_ip":
         return user(fallback=remote_address(trusted_proxies))
-    if spec in _NAMED:
-        return _NAMED[spec]()
+    if spec == "user":
+        return user()
+    if spec == "global":
+        return global_key
     kind, sep, arg = spec.partition(":")
     if sep and kind == "header":
         return header(arg)
