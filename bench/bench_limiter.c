@@ -1,11 +1,12 @@
 /* Limiter benchmark: ns per entry+exit pair for each behaviour, with the
  * real clock, 1 or more threads on one limiter.
  * Usage: bench_limiter BEHAVIOUR THREADS OPS
- *   BEHAVIOUR: reject | reject-fast | pacing | warm-up | concurrency | blocked
+ *   BEHAVIOUR: reject | reject-fast | pacing | warm-up | concurrency | blocked | no-exit
  * The threshold is high enough that every entry passes: this measures the
  * cost of the decision and the counting, not of blocking; except "blocked"
  * (strict reject, threshold 1): after the first, every entry is blocked
- * (and has no exit), the cost of a refusal with its retry-after. Under
+ * (and has no exit), the cost of a refusal with its retry-after; and
+ * "no-exit" (strict reject, SW_ENTRY_NO_EXIT): passing entries alone. Under
  * callgrind, count only run_case (see bench/run.sh). */
 #include <pthread.h>
 #include <stdio.h>
@@ -21,14 +22,16 @@ typedef struct job {
   pthread_t tid;
   sw_limiter *l;
   long ops;
+  uint32_t flags;
 } job;
 
 __attribute__((noinline)) void run_case(job *j);
 __attribute__((noinline)) void run_case(job *j) {
   sw_decision d;
   for (long i = 0; i < j->ops; i++) {
-    sw_limiter_entry(j->l, 1, 0, &d);
-    if (d.verdict != SW_VERDICT_BLOCK) sw_limiter_exit(j->l, 1, 1, 0);
+    sw_limiter_entry(j->l, 1, j->flags, &d);
+    if (d.verdict != SW_VERDICT_BLOCK && !(j->flags & SW_ENTRY_NO_EXIT))
+      sw_limiter_exit(j->l, 1, 1, 0);
   }
 }
 
@@ -39,7 +42,7 @@ static void *thread_main(void *arg) {
 
 int main(int argc, char **argv) {
   if (argc < 4) {
-    fprintf(stderr, "usage: %s reject|reject-fast|pacing|warm-up|concurrency|blocked THREADS OPS\n",
+    fprintf(stderr, "usage: %s reject|reject-fast|pacing|warm-up|concurrency|blocked|no-exit THREADS OPS\n",
             argv[0]);
     return 2;
   }
@@ -61,7 +64,7 @@ int main(int argc, char **argv) {
   job *jobs = calloc((size_t)threads, sizeof *jobs);
   double t0 = now_s();
   for (int i = 0; i < threads; i++) {
-    jobs[i] = (job){.l = l, .ops = ops};
+    jobs[i] = (job){.l = l, .ops = ops, .flags = strcmp(b, "no-exit") == 0 ? SW_ENTRY_NO_EXIT : 0};
     if (threads == 1)
       run_case(&jobs[i]);
     else
