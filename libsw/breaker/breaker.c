@@ -40,13 +40,16 @@ int sw__brk_init(void *mem, const sw__brk_rule *r, bool process_shared) {
 int sw__brk_bind(sw_breaker *b, void *mem, uint64_t size) {
   sw__brk_block *blk = mem;
   const sw__brk_rule *r = &blk->rule;
+  /* Only a segment's block can be damaged (its header was checked: it is
+   * libsw's and of this kind), so every mismatch here is corruption. */
   if (size < sizeof *blk || blk->magic != SW__BRK_MAGIC)
-    return sw__fail(SW_EFOREIGN, "not a libsw breaker (magic 0x%08x)", size >= 4 ? blk->magic : 0);
+    return sw__fail(SW_ECORRUPT, "breaker block: bad magic 0x%08x", size >= 4 ? blk->magic : 0);
   if (blk->layout_version != SW__BRK_LAYOUT_VERSION)
     return sw__fail(SW_EVERSION, "breaker laid out by another libsw (layout %u, this one %u)",
                     blk->layout_version, SW__BRK_LAYOUT_VERSION);
   if (r->strategy < 0 || r->strategy > SW_BREAKER_ERROR_COUNT || r->half_open_calls < 1 ||
       r->half_open_calls > SW__BRK_PROBES_MAX || r->sample_count < 1 || r->interval_ms < 1 ||
+      r->open_ms < 1 || r->probe_timeout_ms < 1 || r->min_requests < 1 ||
       blk->la_off != sw__brk_prefix() || blk->total_size != sw__brk_size(r) ||
       blk->total_size > size)
     return sw__fail(SW_ECORRUPT, "breaker header does not match its rule or size");
