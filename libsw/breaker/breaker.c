@@ -182,7 +182,7 @@ SW_API int sw_breaker_get_rule(const sw_breaker *b, sw_options *opts) {
 
 /* Both counters over the windows of the interval ending at t (a window
  * reset under the reader is read again). */
-static void sw__brk_sums(const sw_breaker *b, int64_t t, int64_t *total, int64_t *bad) {
+void sw__brk_sums(const sw_breaker *b, int64_t t, int64_t *total, int64_t *bad) {
   const sw_leap_array *la = &b->la;
   int64_t sum[2] = {0, 0};
   for (uint32_t idx = 0; idx < (uint32_t)la->n; idx++) {
@@ -214,13 +214,6 @@ void sw__brk_clear_windows(sw_breaker *b, int64_t t) {
         sw__la_selected(la, SW__SEL_INTERVAL, t, &w, NULL, NULL))
       sw__brk_bucket_clear(sw__la_body(la, s, (seq >> 1) & 1));
   }
-}
-
-/* What the rule compares with its count at t. */
-double sw__brk_value(const sw_breaker *b, int64_t t, int64_t *total, int64_t *bad) {
-  sw__brk_sums(b, t, total, bad);
-  if (b->blk->rule.strategy == SW_BREAKER_ERROR_COUNT) return (double)*bad;
-  return *total > 0 ? (double)*bad / (double)*total : 0.0;
 }
 
 SW_API int sw_breaker_stats_at(const sw_breaker *b, int64_t t, sw_breaker_info *out) {

@@ -104,9 +104,8 @@ void sw__brk_rule_to(const sw__brk_rule *r, sw_options *opts);
 uint64_t sw__brk_size(const sw__brk_rule *r);
 int sw__brk_init(void *mem, const sw__brk_rule *r, bool process_shared);
 int sw__brk_bind(sw_breaker *b, void *mem, uint64_t size);
-/* What the rule compares with its count over the interval ending at t
- * (the ratio, or the error count), with the completions and bad ones. */
-double sw__brk_value(const sw_breaker *b, int64_t t, int64_t *total, int64_t *bad);
+/* Completions and bad ones over the windows of the interval ending at t. */
+void sw__brk_sums(const sw_breaker *b, int64_t t, int64_t *total, int64_t *bad);
 /* Clear the windows of the interval ending at t (a breaker that closes). */
 void sw__brk_clear_windows(sw_breaker *b, int64_t t);
 #endif

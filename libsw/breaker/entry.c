@@ -207,8 +207,16 @@ SW_API int sw_breaker_exit_at(sw_breaker *b, int64_t t, const sw_decision *d, in
     return SW_OK;
   }
   int64_t total, nbad;
-  const double v = sw__brk_value(b, t, &total, &nbad);
+  if (sw__likely(b->la.n == 1 && body != NULL)) {
+    /* one window (Sentinel's): the interval is the window just counted */
+    total = b->la.vt.get(NULL, body, 0);
+    nbad = b->la.vt.get(NULL, body, 1);
+  } else {
+    sw__brk_sums(b, t, &total, &nbad);
+  }
   if (total < r->min_requests) return SW_OK;
+  const double v = r->strategy == SW_BREAKER_ERROR_COUNT ? (double)nbad
+                                                         : (double)nbad / (double)total;
   const double limit = r->strategy == SW_BREAKER_SLOW_RATIO ? r->slow_ratio : r->count;
   /* the slow ratio opens at 100% when its threshold is 100% */
   const bool trip = v > limit || (r->strategy == SW_BREAKER_SLOW_RATIO && v == 1.0 && limit == 1.0);
