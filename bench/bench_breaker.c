@@ -18,7 +18,6 @@
 #include "bench.h"
 
 typedef struct job {
-  pthread_t tid;
   sw_breaker *b;
   sw_limiter *l;
   int kind; /* 0 closed, 1 open, 2 limiter entry, 3 limiter pair */
@@ -49,10 +48,7 @@ __attribute__((noinline)) void run_case(job *j) {
   }
 }
 
-static void *thread_main(void *arg) {
-  run_case(arg);
-  return NULL;
-}
+static void run_job(void *arg) { run_case(arg); }
 
 int main(int argc, char **argv) {
   if (argc < 4) {
@@ -85,17 +81,8 @@ int main(int argc, char **argv) {
     sw_breaker_exit(b, &d, 1000, 0);
   }
   job *jobs = calloc((size_t)threads, sizeof *jobs);
-  double t0 = now_s();
-  for (int i = 0; i < threads; i++) {
-    jobs[i] = (job){.b = b, .l = l, .kind = kind, .ops = ops};
-    if (threads == 1)
-      run_case(&jobs[i]);
-    else
-      pthread_create(&jobs[i].tid, NULL, thread_main, &jobs[i]);
-  }
-  if (threads > 1)
-    for (int i = 0; i < threads; i++) pthread_join(jobs[i].tid, NULL);
-  double dt = now_s() - t0;
+  for (int i = 0; i < threads; i++) jobs[i] = (job){.b = b, .l = l, .kind = kind, .ops = ops};
+  double dt = bench_run(jobs, sizeof *jobs, threads, run_job);
   sw_breaker_info in;
   sw_breaker_stats_at(b, sw_now_ms(), &in);
   printf("case=%s threads=%d ops=%ld ns_per_op=%.1f mops_total=%.2f state=%d\n", argv[1], threads,

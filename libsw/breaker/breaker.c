@@ -180,28 +180,11 @@ SW_API int sw_breaker_get_rule(const sw_breaker *b, sw_options *opts) {
 
 /* --------------------------------------------------------------- windows */
 
-/* Both counters over the windows of the interval ending at t (a window
- * reset under the reader is read again). */
+/* Both counters over the windows of the interval ending at t, through the
+ * leap array's generic sum (each read by itself, as Sentinel's sums). */
 void sw__brk_sums(const sw_breaker *b, int64_t t, int64_t *total, int64_t *bad) {
-  const sw_leap_array *la = &b->la;
-  int64_t sum[2] = {0, 0};
-  for (uint32_t idx = 0; idx < (uint32_t)la->n; idx++) {
-    sw__la_slot *s = sw__la_slot_at(la, idx);
-    for (;;) {
-      uint64_t seq;
-      sw_window w = {0, la->wl, NULL, 0, idx};
-      if (!sw__la_active(s, &seq, &w.start_ms)) break;
-      if (!sw__la_selected(la, SW__SEL_INTERVAL, t, &w, NULL, NULL)) break;
-      void *body = sw__la_body(la, s, (seq >> 1) & 1);
-      int64_t v0 = la->vt.get(la->ctx, body, 0), v1 = la->vt.get(la->ctx, body, 1);
-      if (!sw__la_still_valid(s, seq)) continue;
-      sum[0] = sw__sat_add(sum[0], v0);
-      sum[1] = sw__sat_add(sum[1], v1);
-      break;
-    }
-  }
-  *total = sum[0];
-  *bad = sum[1];
+  if (sw_leap_array_sum_at(&b->la, t, 0, total) < 0) *total = 0;
+  if (sw_leap_array_sum_at(&b->la, t, 1, bad) < 0) *bad = 0;
 }
 
 void sw__brk_clear_windows(sw_breaker *b, int64_t t) {

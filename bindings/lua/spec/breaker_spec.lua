@@ -7,13 +7,7 @@ package.path = here .. "/?.lua;" .. package.path
 local support = require "spec.support"
 local libsw, T = support.libsw, support.T
 
-local function breaker_at(opts)
-  local clock = { t = T }
-  opts.clock = function() return clock.t end
-  local br, err = libsw.breaker(opts)
-  assert(br, err)
-  return br, clock
-end
+local function breaker_at(opts) return support.at(libsw.breaker, opts) end
 
 -- one call at the clock's time: "pass" or "block", then the exit
 local function call(br, failed, rt)

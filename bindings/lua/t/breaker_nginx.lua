@@ -10,34 +10,13 @@
 -- fails (open again); the upstream healed, the next probe closes it and
 -- requests reach it again. nginx is bounded by `timeout`, stopped by PID.
 
-local here = debug.getinfo(1, "S").source:match("^@(.*)/t/[^/]+$") or "bindings/lua"
-if here:sub(1, 1) ~= "/" then
-  local p = io.popen("pwd")
-  here = p:read("*l") .. "/" .. here
-  p:close()
-end
+local U = dofile((debug.getinfo(1, "S").source:match("^@(.*/t)/[^/]+$") or "bindings/lua/t")
+                 .. "/util.lua")
+local here = U.bindings
 package.path = here .. "/?.lua;" .. package.path
 local libsw = assert(require("libsw").load())
-
-local failures = 0
-local function check(cond, fmt, ...)
-  print((cond and "ok     " or "FAILED ") .. fmt:format(...))
-  if not cond then failures = failures + 1 end
-end
-local function sh(cmd)
-  local p = assert(io.popen(cmd .. " 2>&1"))
-  local out = p:read("*a")
-  p:close()
-  return out
-end
-local function sleep(s) os.execute(("sleep %.3f"):format(s)) end
-local function read(path)
-  local f = io.open(path, "r")
-  if not f then return "" end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local check, sh, sleep = U.check, U.sh, U.sleep
+local function read(path) return U.read(path) or "" end
 
 local modules
 for _, d in ipairs { "/usr/lib/nginx/modules", "/usr/share/nginx/modules" } do
@@ -182,7 +161,7 @@ libsw.unlink_segment(seg_prefix .. "-backend")
 if os.getenv("KEEP") then print("# kept " .. prefix) else os.execute("rm -rf " .. prefix) end
 if not ok then
   print("FAILED " .. tostring(err))
-  failures = failures + 1
+  U.failures = U.failures + 1
 end
-print(failures == 0 and "breaker nginx: all checks passed" or ("breaker nginx: " .. failures .. " FAILED"))
-os.exit(failures == 0 and 0 or 1)
+print(U.failures == 0 and "breaker nginx: all checks passed" or ("breaker nginx: " .. U.failures .. " FAILED"))
+os.exit(U.failures == 0 and 0 or 1)

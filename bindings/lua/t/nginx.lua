@@ -30,12 +30,9 @@
 -- whatever the timing): the first request of each key passes, every other
 -- one in those 10 minutes gets 429.
 
-local here = debug.getinfo(1, "S").source:match("^@(.*)/t/[^/]+$") or "bindings/lua"
-if here:sub(1, 1) ~= "/" then
-  local p = io.popen("pwd")
-  here = p:read("*l") .. "/" .. here
-  p:close()
-end
+local U = dofile((debug.getinfo(1, "S").source:match("^@(.*/t)/[^/]+$") or "bindings/lua/t")
+                 .. "/util.lua")
+local here = U.bindings
 package.path = here .. "/?.lua;" .. package.path
 
 local libsw = assert(require("libsw").load())
@@ -49,49 +46,7 @@ local CLIENTS = 3000  -- distinct X-Client keys
 local AGAIN = 500     -- of them sent again after the reloads
 local TINY_PLACES = 16 -- a keyed table of capacity 12: one bucket of 16 places
 
-local failures, checks = 0, 0
-local function check(cond, fmt, ...)
-  checks = checks + 1
-  local msg = fmt:format(...)
-  if cond then
-    print("ok     " .. msg)
-  else
-    failures = failures + 1
-    print("FAILED " .. msg)
-  end
-  return cond
-end
-
-local function sh(cmd)
-  local p = assert(io.popen(cmd .. " 2>&1"))
-  local out = p:read("*a")
-  p:close()
-  return out
-end
-
-local function sleep(s)
-  os.execute(("sleep %.3f"):format(s))
-end
-
-local function exists(path)
-  local f = io.open(path, "r")
-  if f then f:close() return true end
-  return false
-end
-
-local function read(path)
-  local f = io.open(path, "r")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-
-local function write(path, s)
-  local f = assert(io.open(path, "w"))
-  f:write(s)
-  f:close()
-end
+local check, sh, sleep, exists, read, write = U.check, U.sh, U.sleep, U.exists, U.read, U.write
 
 -- ------------------------------------------------------------------ setup
 
@@ -786,7 +741,7 @@ local ok, err = pcall(function()
   end
 end)
 if not ok then
-  failures = failures + 1
+  U.failures = U.failures + 1
   print("FAILED " .. tostring(err))
 end
 
@@ -812,10 +767,10 @@ check(log:find("limit tiny: keyed table full", 1, true) ~= nil,
       "the full keyed table was logged (on_full = closed)")
 
 for _, s in pairs(SEG) do libsw.unlink_segment(s) end
-if failures == 0 then
+if U.failures == 0 then
   os.execute("rm -rf " .. prefix)
 else
   print("# kept " .. prefix .. " for inspection")
 end
-print(("# %d checks, %d failed"):format(checks, failures))
-os.exit(failures == 0 and 0 or 1)
+print(("# %d checks, %d failed"):format(U.checks, U.failures))
+os.exit(U.failures == 0 and 0 or 1)
