@@ -1,7 +1,7 @@
 #!/bin/sh
 # swctl on a circuit breaker's segment (run by run.sh): a breaker with
 # known numbers (breaker_fixture) gives them exactly in list, dump,
-# /metrics (promtool) and /api/series.
+# /metrics (promtool), /api/series and the dashboard (headless Chromium).
 # Usage: tests/observability/breaker.sh BUILD_DIR
 set -eu
 . "$(dirname "$0")/lib.sh"
@@ -48,4 +48,20 @@ val() { grep "^$1{segment=\"$seg\"${2:-}}" "$work/metrics.txt" | awk '{print $2}
 curl -fs "http://127.0.0.1:$p/api/series" > "$work/series.json"
 python3 -c 'import json,sys; b=json.load(open(sys.argv[1]))["breaker"]; assert b["state"] == "open" and b["bad"] == 3, b' \
   "$work/series.json"
+
+echo "--- the dashboard shows the breaker (headless Chromium)"
+chrome --dump-dom "http://127.0.0.1:$p/" > "$work/dom.html"
+python3 - "$work/dom.html" "$seg" <<'PY'
+import re, sys
+dom, seg = open(sys.argv[1]).read(), sys.argv[2]
+m = re.search(r'data-breaker="%s"[^>]*data-state="open".*?<tr class="latest"[^>]*>(.*?)</tr>' % re.escape(seg), dom, re.S)
+assert m, "no open breaker card on the dashboard"
+row = dict(re.findall(r'data-field="(\w+)"[^>]*>([^<]*)<', m.group(1)))
+want = {"state": "open", "requests": "5", "bad": "3", "ratio": "0.600", "opened": "1", "blocked": "2"}
+assert all(row[k] == v for k, v in want.items()), row
+assert "(circuit breaker, error_ratio)" in dom
+print("dashboard: breaker", row)
+PY
+chrome --window-size=1200,400 --screenshot="$build/tests/observability/dashboard-breaker.png" \
+  "http://127.0.0.1:$p/" >/dev/null
 echo "breaker: ok"
