@@ -202,6 +202,7 @@ const char *sw_version_string(void);
 #define SW_CLOCK_MONOTONIC ...
 #define SW_CLOCK_MONOTONIC_COARSE ...
 int64_t sw_now_ms(void);
+int64_t sw_now_ns(void);
 int sw_clock_use(uint32_t source);
 
 /* options */

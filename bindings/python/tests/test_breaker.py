@@ -6,6 +6,7 @@ import asyncio
 import http.server
 import multiprocessing
 import threading
+import time
 import urllib.error
 import urllib.request
 
@@ -137,8 +138,8 @@ def test_bad_arguments():
         CircuitBreaker(error_ratio=0.5, windows=3)
 
 
-def _fail_through(name, n):
-    br = CircuitBreaker(error_count=2, min_requests=1, open_for=60, segment=name)
+def _fail_through(name, n, clock):
+    br = CircuitBreaker(error_count=2, min_requests=1, open_for=60, segment=name, clock=clock)
     for _ in range(n):
         try:
             br.call(fail)
@@ -146,10 +147,13 @@ def _fail_through(name, n):
             pass
 
 
-def test_one_breaker_across_processes(shm_name):
-    br = CircuitBreaker(error_count=2, min_requests=1, open_for=60, segment=shm_name, reset=True)
+def test_one_breaker_across_processes(shm_name, clock):
+    # the forked processes inherit the clock at its time: all three fail in
+    # one stat interval, however slowly they start
+    br = CircuitBreaker(error_count=2, min_requests=1, open_for=60, segment=shm_name, reset=True,
+                        clock=clock)
     ctx = multiprocessing.get_context("fork")
-    procs = [ctx.Process(target=_fail_through, args=(shm_name, 1)) for _ in range(3)]
+    procs = [ctx.Process(target=_fail_through, args=(shm_name, 1, clock)) for _ in range(3)]
     for p in procs:
         p.start()
     for p in procs:
@@ -157,7 +161,7 @@ def test_one_breaker_across_processes(shm_name):
         assert p.exitcode == 0
     with pytest.raises(CircuitOpenError) as e:
         br.call(lambda: None)
-    assert 59 < e.value.retry_after <= 60
+    assert e.value.retry_after == 60
     assert br.stats().opened == 1
 
 
@@ -166,6 +170,8 @@ class _Upstream(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self):
         type(self).hits += 1
+        if self.path == "/slow":
+            time.sleep(0.15)
         self.send_response(500 if self.path == "/fail" else 200)
         self.end_headers()
         self.wfile.write(b"x")
@@ -197,6 +203,38 @@ def test_real_failing_http_upstream():
             with pytest.raises(CircuitOpenError):
                 get("/ok")
         assert _Upstream.hits == hits  # the upstream was spared
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_real_slow_http_upstream():
+    """Without a ManualClock the response time is libsw's duration clock
+    (sw_now_ns): a real upstream answering in 150 ms is slow for max_rt
+    0.1 s, one answering at once is not."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Upstream)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = "http://127.0.0.1:%d" % server.server_address[1]
+    events = []
+    br = CircuitBreaker(slow_ratio=0.5, max_rt=0.1, min_requests=4, interval=60, open_for=60,
+                        on_state_change=lambda *e: events.append(e[:2]))
+
+    @br
+    def get(path):
+        with urllib.request.urlopen(base + path, timeout=5) as r:
+            return r.status
+
+    try:
+        for _ in range(2):
+            assert get("/ok") == 200
+        assert br.stats().bad == 0
+        for _ in range(2):
+            assert get("/slow") == 200
+        assert br.state == "closed" and br.stats().bad == 2  # 2 slow of 4: not over 50%
+        assert get("/slow") == 200
+        assert br.state == "open" and events == [("closed", "open")]  # 3 slow of 5
+        with pytest.raises(CircuitOpenError):
+            get("/ok")
     finally:
         server.shutdown()
         server.server_close()

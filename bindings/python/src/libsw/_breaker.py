@@ -13,7 +13,6 @@ import contextvars
 import functools
 import inspect
 import logging
-import time
 from typing import Any, Callable, NamedTuple, Optional, Tuple, Type, TypeVar, Union
 
 from ._errors import check, error_from_code
@@ -215,7 +214,9 @@ class CircuitBreaker:
             self._check(rc, "CircuitBreaker.exit")
 
     def _start(self) -> float:
-        return self._clock() / 1000.0 if self._clock is not None else time.monotonic()
+        """Seconds on the clock response times are measured with: the
+        ManualClock, else libsw's duration clock (sw_now_ns)."""
+        return self._clock() / 1000.0 if self._clock is not None else lib.sw_now_ns() / 1e9
 
     def __enter__(self) -> "CircuitBreaker":
         d = self.enter()
