@@ -303,20 +303,9 @@ static int victim(const char *name, const char *t) {
 }
 
 static void kill_at(const char *point, const char *name, int64_t t) {
-  fflush(stderr);
-  pid_t pid = fork();
-  ck_assert_int_ge(pid, 0);
-  if (pid == 0) {
-    char ts[32];
-    snprintf(ts, sizeof ts, "%lld", (long long)t);
-    setenv("SW_TEST_KILL_AT", point, 1);
-    execl("/proc/self/exe", "check_breaker_shared", "--victim", name, ts, (char *)NULL);
-    _exit(99);
-  }
-  int status;
-  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-  ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
-                "victim of %s was not killed there: status %d", point, status);
+  char ts[32];
+  snprintf(ts, sizeof ts, "%lld", (long long)t);
+  sw_test_killed_at(point, name, ts);
 }
 
 /* Killed right after taking the probe: everyone else is refused until the

@@ -18,14 +18,7 @@ local libsw = assert(require("libsw").load())
 local check, sh, sleep = U.check, U.sh, U.sleep
 local function read(path) return U.read(path) or "" end
 
-local modules
-for _, d in ipairs { "/usr/lib/nginx/modules", "/usr/share/nginx/modules" } do
-  if io.open(d .. "/ngx_http_lua_module.so") then modules = d break end
-end
-assert(modules, "ngx_http_lua_module.so not found (apt-get install libnginx-mod-http-lua)")
-local resty_core = assert(package.searchpath("resty.core", "/usr/share/lua/5.1/?.lua;/usr/local/share/lua/5.1/?.lua"),
-                          "resty/core.lua not found (apt-get install lua-resty-core)")
-local resty_dir = resty_core:match("^(.*)/resty/core%.lua$")
+local modules, resty_dir = U.nginx_paths()
 
 math.randomseed(os.time() + libsw.getpid())
 local prefix = sh("mktemp -d /tmp/libsw-breaker-nginx-XXXXXX"):match("^%S+")

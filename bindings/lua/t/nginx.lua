@@ -50,14 +50,7 @@ local check, sh, sleep, exists, read, write = U.check, U.sh, U.sleep, U.exists, 
 
 -- ------------------------------------------------------------------ setup
 
-local modules
-for _, d in ipairs { "/usr/lib/nginx/modules", "/usr/share/nginx/modules" } do
-  if exists(d .. "/ngx_http_lua_module.so") then modules = d break end
-end
-assert(modules, "ngx_http_lua_module.so not found (apt-get install libnginx-mod-http-lua)")
-local resty_core = package.searchpath("resty.core", "/usr/share/lua/5.1/?.lua;/usr/local/share/lua/5.1/?.lua;/usr/local/openresty/lualib/?.lua")
-assert(resty_core, "resty/core.lua not found (apt-get install lua-resty-core)")
-local resty_dir = resty_core:match("^(.*)/resty/core%.lua$")
+local modules, resty_dir = U.nginx_paths()
 
 math.randomseed(os.time() + libsw.getpid())
 local prefix = sh("mktemp -d /tmp/libsw-nginx-XXXXXX"):match("^%S+")

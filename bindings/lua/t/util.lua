@@ -57,4 +57,18 @@ function U.write(path, s)
   f:close()
 end
 
+-- Where Debian's lua-nginx-module and lua-resty-core are: the folder of
+-- the nginx modules to load_module, and the one that holds resty/core.lua.
+function U.nginx_paths()
+  local modules
+  for _, d in ipairs { "/usr/lib/nginx/modules", "/usr/share/nginx/modules" } do
+    if U.exists(d .. "/ngx_http_lua_module.so") then modules = d break end
+  end
+  assert(modules, "ngx_http_lua_module.so not found (apt-get install libnginx-mod-http-lua)")
+  local resty_core = package.searchpath("resty.core",
+    "/usr/share/lua/5.1/?.lua;/usr/local/share/lua/5.1/?.lua;/usr/local/openresty/lualib/?.lua")
+  assert(resty_core, "resty/core.lua not found (apt-get install lua-resty-core)")
+  return modules, resty_core:match("^(.*)/resty/core%.lua$")
+end
+
 return U
