@@ -49,6 +49,14 @@ static sw_breaker *open_shared(const char *name, const sw_options *o, uint32_t f
   return b;
 }
 
+/* A new breaker named after tag (into name[64]) with the rule o, which it frees. */
+static sw_breaker *fresh(char *name, const char *tag, sw_options *o) {
+  seg_name(name, 64, tag);
+  sw_breaker *b = open_shared(name, o, SW_SEGMENT_RESET);
+  sw_options_free(o);
+  return b;
+}
+
 static void sleep_us(long us) {
   struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
   nanosleep(&ts, NULL);
@@ -206,10 +214,7 @@ static void worker(clockwork *cw, int id, const char *name) {
 
 START_TEST(test_four_processes) {
   char name[64];
-  seg_name(name, sizeof name, "four");
-  sw_options *o = four_rule();
-  sw_breaker *b = open_shared(name, o, SW_SEGMENT_RESET);
-  sw_options_free(o);
+  sw_breaker *b = fresh(name, "four", four_rule());
   clockwork *cw = mmap(NULL, sizeof *cw, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
                        -1, 0);
   ck_assert_ptr_ne(cw, MAP_FAILED);
@@ -313,10 +318,7 @@ static void kill_at(const char *point, const char *name, int64_t t) {
  * half-open and taking a probe: the next entry probes at once. */
 START_TEST(test_killed_at_kill_points) {
   char name[64];
-  seg_name(name, sizeof name, "kill");
-  sw_options *o = kill_rule();
-  sw_breaker *b = open_shared(name, o, SW_SEGMENT_RESET);
-  sw_options_free(o);
+  sw_breaker *b = fresh(name, "kill", kill_rule());
   ck_ok(sw_breaker_exit_at(b, 1000, NULL, 1, SW_EXIT_ERROR)); /* open until 2000 */
   kill_at("breaker-probe", name, 2000);
   sw_decision d;
