@@ -27,26 +27,9 @@ local seg_prefix = ("libsw_t_brk_%d_%d"):format(libsw.getpid(), math.random(1, 1
 local port, up_port = math.random(20000, 40000), math.random(40001, 60000)
 local CONF = prefix .. "/nginx.conf"
 -- as root, nginx's workers run as nobody: the segment the master makes is theirs
-local root = libsw.geteuid() == 0
-local group = root and (sh("id -gn nobody"):match("^(%S+)") or "nogroup") or nil
-local conf = ([[
-load_module MODULES/ndk_http_module.so;
-load_module MODULES/ngx_http_lua_module.so;
-USERLINE
-daemon off;
-master_process on;
-worker_processes 2;
-error_log PREFIX/logs/error.log warn;
-pid PREFIX/logs/nginx.pid;
-events { worker_connections 256; }
-http {
-  access_log off;
-  client_body_temp_path PREFIX/client_body;
-  proxy_temp_path PREFIX/proxy;
-  fastcgi_temp_path PREFIX/fastcgi;
-  uwsgi_temp_path PREFIX/uwsgi;
-  scgi_temp_path PREFIX/scgi;
-  lua_package_path "BINDINGS/?.lua;RESTY/?.lua;;";
+local user, group = U.nginx_user(libsw.geteuid() == 0)
+local conf = U.nginx_conf({ modules = modules, resty = resty_dir, prefix = prefix, bindings = here,
+                            user = user, group = group }, ([[
   lua_shared_dict upstream 1m;
   init_by_lua_block {
     assert(require("libsw").load("SWLIB"))
@@ -79,11 +62,9 @@ http {
     }
   }
 }
-]]):gsub("[A-Z]+", { USERLINE = "USERLINE", USEROPT = "USEROPT", MODULES = modules, PREFIX = prefix, BINDINGS = here, RESTY = resty_dir,
-                     SWLIB = libsw.path, SEGPREFIX = seg_prefix, UPPORT = tostring(up_port),
-                     PORT = tostring(port) })
-conf = conf:gsub("USERLINE", root and ("user nobody " .. group .. ";") or "")
-conf = conf:gsub("USEROPT", root and ('user = "nobody", group = "' .. group .. '"') or "")
+]]):gsub("[A-Z]+", { SWLIB = libsw.path, SEGPREFIX = seg_prefix, UPPORT = tostring(up_port),
+                     PORT = tostring(port),
+                     USEROPT = user and ('user = "%s", group = "%s"'):format(user, group) or "" }))
 local f = assert(io.open(CONF, "w"))
 f:write(conf)
 f:close()

@@ -146,33 +146,14 @@ if rc_ports then
   rc_owner, other = owner_and_other("{fleetrc/~=fleetrc}probe")
   rc_seeds = ("127.0.0.1:%d,127.0.0.1:%d"):format(other, rc_owner)
 end
-local worker_user = root and "nobody" or nil
-local worker_group = root and (exists("/etc/group") and read("/etc/group"):find("\nnogroup:")
-                               and "nogroup" or "nobody") or nil
+local worker_user, worker_group = U.nginx_user(root)
 local port
 
 local function conf(gen, reset)
   local user_opt = worker_user and ('user = "%s", group = "%s", '):format(worker_user, worker_group) or ""
-  return ([[
-load_module MODULES/ndk_http_module.so;
-load_module MODULES/ngx_http_lua_module.so;
-USER_LINE
-daemon off;
-master_process on;
-worker_processes 2;
-error_log PREFIX/logs/error.log notice;
-pid PREFIX/logs/nginx.pid;
-env SW_LIB;
-events { worker_connections 256; }
-http {
-  access_log off;
+  return U.nginx_conf({ modules = modules, resty = resty_dir, prefix = prefix, bindings = here,
+                        user = worker_user, group = worker_group }, ([[
   lua_socket_log_errors off; # Redis down is logged once by resty.libsw, not per connect
-  client_body_temp_path PREFIX/client_body;
-  proxy_temp_path PREFIX/proxy;
-  fastcgi_temp_path PREFIX/fastcgi;
-  uwsgi_temp_path PREFIX/uwsgi;
-  scgi_temp_path PREFIX/scgi;
-  lua_package_path "BINDINGS/?.lua;RESTY/?.lua;;";
   init_by_lua_block {
     assert(require("libsw").load("SWLIB"))
     local limits = require "resty.libsw"
@@ -294,9 +275,7 @@ http {
     }
   }
 }
-]]):gsub("USER_LINE", worker_user and ("user " .. worker_user .. " " .. worker_group .. ";") or "")
-    :gsub("USEROPT", user_opt):gsub("MODULES", modules):gsub("PREFIX", prefix)
-    :gsub("BINDINGS", here):gsub("RESTY", resty_dir):gsub("SWLIB", SW_LIB)
+]]):gsub("USEROPT", user_opt):gsub("PREFIX", prefix):gsub("SWLIB", SW_LIB)
     :gsub("SEG_BURST", SEG.burst):gsub("SEG_PACE", SEG.pace):gsub("SEG_TINY", SEG.tiny)
     :gsub("SEG_QPS", SEG.qps):gsub("SEG_CONC", SEG.conc)
     :gsub("SEG_OPEN", SEG.tinyopen):gsub("SEG_REOPEN", SEG.reopen)
@@ -304,7 +283,7 @@ http {
     :gsub("SEG_FLEET", SEG.fleet):gsub("SEG_CLIENTS", SEG.clients)
     :gsub("FLEET_QPS", tostring(FLEET_QPS)):gsub("REDIS_PORT", tostring(redis_port or 1))
     :gsub("RC_SEEDS", rc_seeds)
-    :gsub("RESET", tostring(reset)):gsub("GEN", tostring(gen)):gsub("PORT", tostring(port))
+    :gsub("RESET", tostring(reset)):gsub("GEN", tostring(gen)):gsub("PORT", tostring(port)))
 end
 
 local CONF = prefix .. "/nginx.conf"

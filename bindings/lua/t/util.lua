@@ -71,4 +71,43 @@ function U.nginx_paths()
   return modules, resty_core:match("^(.*)/resty/core%.lua$")
 end
 
+-- nginx.conf of a test: 2 workers (as nobody when user is given) in the
+-- foreground, logs and temporary files under prefix, lua-nginx-module with
+-- bindings and resty on lua_package_path, then http_body (the rest of the
+-- http block and its closing brace, its own placeholders already
+-- replaced). o: modules, resty (U.nginx_paths), prefix, bindings, and
+-- user, group or nil.
+function U.nginx_conf(o, http_body)
+  local head = ([[
+load_module MODULES/ndk_http_module.so;
+load_module MODULES/ngx_http_lua_module.so;
+USERLINE
+daemon off;
+master_process on;
+worker_processes 2;
+error_log PREFIX/logs/error.log notice;
+pid PREFIX/logs/nginx.pid;
+env SW_LIB;
+events { worker_connections 256; }
+http {
+  access_log off;
+  client_body_temp_path PREFIX/client_body;
+  proxy_temp_path PREFIX/proxy;
+  fastcgi_temp_path PREFIX/fastcgi;
+  uwsgi_temp_path PREFIX/uwsgi;
+  scgi_temp_path PREFIX/scgi;
+  lua_package_path "BINDINGS/?.lua;RESTY/?.lua;;";
+]]):gsub("[A-Z]+", { MODULES = o.modules, PREFIX = o.prefix, BINDINGS = o.bindings, RESTY = o.resty,
+                     USERLINE = o.user and ("user %s %s;"):format(o.user, o.group) or "" })
+  return head .. http_body
+end
+
+-- As root, the user and group nginx's workers run as (nobody, and nogroup
+-- where it exists); else nil.
+function U.nginx_user(root)
+  if not root then return nil end
+  local g = U.read("/etc/group") or ""
+  return "nobody", g:find("\nnogroup:") and "nogroup" or "nobody"
+end
+
 return U
