@@ -8,7 +8,10 @@
 -- Retry-After without reaching it; after open_for (5 s), 8 parallel requests let
 -- exactly one probe through to the upstream across both workers, which
 -- fails (open again); the upstream healed, the next probe closes it and
--- requests reach it again. nginx is bounded by `timeout`, stopped by PID.
+-- requests reach it again. A second key proxies to a port nothing
+-- listens on: 502s open its own breaker, the first stays closed; the
+-- state changes are in error.log. nginx is bounded by `timeout`, stopped
+-- by PID.
 
 local U = dofile((debug.getinfo(1, "S").source:match("^@(.*/t)/[^/]+$") or "bindings/lua/t")
                  .. "/util.lua")
@@ -25,6 +28,8 @@ local prefix = sh("mktemp -d /tmp/libsw-breaker-nginx-XXXXXX"):match("^%S+")
 os.execute("mkdir -p " .. prefix .. "/logs")
 local seg_prefix = ("libsw_t_brk_%d_%d"):format(libsw.getpid(), math.random(1, 1e6))
 local port, up_port = math.random(20000, 40000), math.random(40001, 60000)
+-- a port nothing listens on (bound and closed at once)
+local dead_port = tonumber(sh([[python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])']]))
 local CONF = prefix .. "/nginx.conf"
 -- as root, nginx's workers run as nobody: the segment the master makes is theirs
 local user, group = U.nginx_user(libsw.geteuid() == 0)
@@ -36,6 +41,7 @@ local conf = U.nginx_conf({ modules = modules, resty = resty_dir, prefix = prefi
     breakers = require("resty.libsw.breaker").new { prefix = "SEGPREFIX", error_ratio = 0.5,
       min_requests = 5, interval = 600, open_for = 5, probe_timeout = 30, reset = true, USEROPT }
     assert(breakers:get("backend")) -- made once, before the workers fork
+    assert(breakers:get("dead"))
     breakers.opts.reset = nil
     breakers.cache = {}
   }
@@ -60,10 +66,15 @@ local conf = U.nginx_conf({ modules = modules, resty = resty_dir, prefix = prefi
       proxy_pass http://127.0.0.1:UPPORT;
       log_by_lua_block { breakers:log() }
     }
+    location /dead { # nothing listens there: 502, its own breaker
+      access_by_lua_block { breakers:access("dead") }
+      proxy_pass http://127.0.0.1:DEADPORT;
+      log_by_lua_block { breakers:log() }
+    }
   }
 }
 ]]):gsub("[A-Z]+", { SWLIB = libsw.path, SEGPREFIX = seg_prefix, UPPORT = tostring(up_port),
-                     PORT = tostring(port),
+                     PORT = tostring(port), DEADPORT = tostring(dead_port),
                      USEROPT = user and ('user = "%s", group = "%s"'):format(user, group) or "" }))
 local f = assert(io.open(CONF, "w"))
 f:write(conf)
@@ -123,15 +134,31 @@ local ok, err = pcall(function()
   local all = true
   for _ = 1, 10 do if status("/api") ~= 200 then all = false end end
   check(all, "closed: 10 more requests answered 200")
+
+  -- an upstream that refuses connections: 502 five times (up to 10 if the
+  -- 600 s stat window turns meanwhile), then 503; the other key's breaker
+  -- stays closed
+  local dead = {}
+  for i = 1, 12 do dead[i] = status("/dead") end
+  local n502 = 0
+  while dead[n502 + 1] == 502 do n502 = n502 + 1 end
+  local rest503 = true
+  for i = n502 + 1, 12 do rest503 = rest503 and dead[i] == 503 end
+  check(n502 >= 5 and n502 <= 10 and rest503, "dead upstream: %d answers 502 (5..10), then 503 (%s)",
+        n502, table.concat(dead, " "))
+  check(status("/api") == 200, "the healed upstream's breaker is still closed")
   local log = read(prefix .. "/logs/error.log")
   check(log:find("libsw breaker backend: closed %-> open") ~= nil, "error.log: closed -> open")
   check(log:find("libsw breaker backend: half_open %-> closed") ~= nil, "error.log: half_open -> closed")
+  check(log:find("libsw breaker dead: closed %-> open %(upstream status 502%)") ~= nil,
+        "error.log: dead: closed -> open (upstream status 502)")
 end)
 if master then
   os.execute("kill -QUIT " .. master)
   sleep(0.3)
 end
 libsw.unlink_segment(seg_prefix .. "-backend")
+libsw.unlink_segment(seg_prefix .. "-dead")
 if os.getenv("KEEP") then print("# kept " .. prefix) else os.execute("rm -rf " .. prefix) end
 if not ok then
   print("FAILED " .. tostring(err))
