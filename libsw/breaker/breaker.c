@@ -181,10 +181,14 @@ SW_API int sw_breaker_get_rule(const sw_breaker *b, sw_options *opts) {
 /* --------------------------------------------------------------- windows */
 
 /* Both counters over the windows of the interval ending at t, through the
- * leap array's generic sum (each read by itself, as Sentinel's sums). */
+ * leap array's generic sum (each read by itself, as Sentinel's sums). The
+ * bad ones are read first: an exit adds to the total before it adds a bad
+ * one, so exits racing with the read raise the total read after, not the
+ * bad count (where the relaxed adds are seen in order, as on x86, a ratio
+ * is never over 1). */
 void sw__brk_sums(const sw_breaker *b, int64_t t, int64_t *total, int64_t *bad) {
-  if (sw_leap_array_sum_at(&b->la, t, 0, total) < 0) *total = 0;
   if (sw_leap_array_sum_at(&b->la, t, 1, bad) < 0) *bad = 0;
+  if (sw_leap_array_sum_at(&b->la, t, 0, total) < 0) *total = 0;
 }
 
 void sw__brk_clear_windows(sw_breaker *b, int64_t t) {
