@@ -171,7 +171,7 @@ class _Upstream(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         type(self).hits += 1
         if self.path == "/slow":
-            time.sleep(0.15)
+            time.sleep(0.3)
         self.send_response(500 if self.path == "/fail" else 200)
         self.end_headers()
         self.wfile.write(b"x")
@@ -210,13 +210,14 @@ def test_real_failing_http_upstream():
 
 def test_real_slow_http_upstream():
     """Without a ManualClock the response time is libsw's duration clock
-    (sw_now_ns): a real upstream answering in 150 ms is slow for max_rt
-    0.1 s, one answering at once is not."""
+    (sw_now_ns): a real upstream answering in 300 ms is slow for max_rt
+    0.2 s, one answering at once is not (with 200 ms to spare on a loaded
+    machine)."""
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Upstream)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = "http://127.0.0.1:%d" % server.server_address[1]
     events = []
-    br = CircuitBreaker(slow_ratio=0.5, max_rt=0.1, min_requests=4, interval=60, open_for=60,
+    br = CircuitBreaker(slow_ratio=0.5, max_rt=0.2, min_requests=4, interval=60, open_for=60,
                         on_state_change=lambda *e: events.append(e[:2]))
 
     @br
