@@ -19,7 +19,6 @@
 #include "bench.h"
 
 typedef struct job {
-  pthread_t tid;
   sw_limiter *l;
   long ops;
   uint32_t flags;
@@ -35,10 +34,7 @@ __attribute__((noinline)) void run_case(job *j) {
   }
 }
 
-static void *thread_main(void *arg) {
-  run_case(arg);
-  return NULL;
-}
+static void run_job(void *arg) { run_case(arg); }
 
 int main(int argc, char **argv) {
   if (argc < 4) {
@@ -62,17 +58,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   job *jobs = calloc((size_t)threads, sizeof *jobs);
-  double t0 = now_s();
-  for (int i = 0; i < threads; i++) {
-    jobs[i] = (job){.l = l, .ops = ops, .flags = strcmp(b, "no-exit") == 0 ? SW_ENTRY_NO_EXIT : 0};
-    if (threads == 1)
-      run_case(&jobs[i]);
-    else
-      pthread_create(&jobs[i].tid, NULL, thread_main, &jobs[i]);
-  }
-  if (threads > 1)
-    for (int i = 0; i < threads; i++) pthread_join(jobs[i].tid, NULL);
-  double dt = now_s() - t0;
+  uint32_t flags = strcmp(b, "no-exit") == 0 ? SW_ENTRY_NO_EXIT : 0;
+  for (int i = 0; i < threads; i++) jobs[i] = (job){.l = l, .ops = ops, .flags = flags};
+  double dt = bench_run(jobs, sizeof *jobs, threads, run_job);
   printf("behaviour=%s threads=%d ops=%ld ns_per_pair=%.1f mpairs_total=%.2f\n", b, threads,
          ops, dt * 1e9 / (double)ops, (double)ops * threads / dt / 1e6);
   free(jobs);

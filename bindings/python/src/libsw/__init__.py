@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Union
 
+from ._breaker import BreakerStats, CircuitBreaker, CircuitOpenError
 from ._clock import ManualClock
 from ._errors import (
     AlreadyExistsError,
@@ -70,6 +71,9 @@ __all__ = [
     "AlreadyExistsError",
     "ArgumentError",
     "BlockedError",
+    "BreakerStats",
+    "CircuitBreaker",
+    "CircuitOpenError",
     "ClosedError",
     "Error",
     "KeyDigest",
