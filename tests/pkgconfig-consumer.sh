@@ -9,6 +9,11 @@ trap 'rm -rf "$prefix"' EXIT
 # sysroot prepends to, as a packager's build would see it.
 make -C "$build" -s install DESTDIR="$prefix" >/dev/null 2>&1
 libdir=$(make -C "$build" -s --no-print-directory print-libdir 2>/dev/null || echo /usr/local/lib)
+# make install puts the manual pages and the licence there too
+mandir=$(find "$prefix" -path '*/man1/swctl.1' | head -1)
+[ -n "$mandir" ] && find "$prefix" -path '*/man3/libsw.3' | grep -q . ||
+  { echo "make install did not install swctl.1 and libsw.3" >&2; exit 1; }
+find "$prefix" -path '*/doc/libsw/LICENSE' | grep -q . || { echo "no LICENSE installed" >&2; exit 1; }
 cp examples/consumer.c "$prefix/prog.c"
 cd "$prefix"
 export PKG_CONFIG_PATH="$prefix$libdir/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$prefix"

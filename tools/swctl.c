@@ -1,30 +1,16 @@
-/* swctl: look into a libsw shared segment.
- *
- *   swctl list SEGMENT            one line per resource: rates of the last second
- *   swctl top SEGMENT [SECONDS]   the same, refreshed every second like top(1)
- *   swctl dump SEGMENT            one JSON object per resource (JSON lines)
- *   swctl serve SEGMENT [OPTIONS] HTTP: /metrics (Prometheus), / (live dashboard)
- *   swctl log SEGMENT --log-dir DIR [OPTIONS]   Sentinel's metric log only
+/* swctl: look into libsw shared segments. The commands, their options and
+ * the exit codes are in the help texts below (swctl --help, swctl help
+ * COMMAND) and in swctl(1) (man/swctl.1); docs/observability.md and
+ * docs/shared-memory.md show them at work.
  *
  * A keyed table's segment is one resource: its totals, its key counts and
  * its top keys by passes and by blocks (--top N, default 10, at most
  * SWCTL_TOP_MAX); swctl dump adds one JSON line per key.
  *
- * Options of serve and log:
- *   --listen HOST:PORT   where to serve (default 127.0.0.1:9464)
- *   --seconds N          stop after N seconds (default: until SIGINT/SIGTERM)
- *   --log-dir DIR        write Sentinel's per-second metric log there
- *   --app NAME           log file name: NAME-metrics.log (default: the segment's name)
- *   --log-max-size BYTES roll the log at this size (default 50 MiB)
- *   --log-max-files N    keep N files in all (default 6)
- * Options of serve only (see docs/observability.md):
- *   --max-connections N  connections open at once; more are closed (default 128)
- *   --read-timeout S     a request must arrive within S seconds of the connection (10)
- *   --write-timeout S    its reply must be taken within S seconds after (30)
- *
  * SEGMENT is a POSIX shared memory name (no '/') or a file path. swctl
  * attaches read-only: it never changes the segment. */
 #include <errno.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +25,94 @@ static void on_signal(int sig) {
   (void)sig;
   stop = 1;
 }
+
+/* ------------------------------------------------------------ help texts */
+
+typedef struct command {
+  const char *name, *synopsis, *help;
+  const char *options; /* those it takes, each between spaces */
+} command;
+
+#define LOG_OPTIONS " --seconds --log-dir --app --log-max-size --log-max-files "
+
+static const command commands[] = {
+    {"list", "list SEGMENT [--top N] [--json]",
+     "One line per resource: rates of the last second, response times, the rule.\n"
+     "A keyed table: its rule, totals, keys, memory and top keys.\n"
+     "  --top N   a keyed table's top keys by passes and by blocks (default 10, at most 1000)\n"
+     "  --json    one JSON array of the resources' objects (those of swctl dump) instead\n",
+     " --top --json "},
+    {"top", "top SEGMENT [SECONDS] [--top N]",
+     "The table of swctl list, refreshed every second like top(1), for SECONDS seconds\n"
+     "(default: until interrupted).\n",
+     " --top "},
+    {"dump", "dump SEGMENT [--top N]",
+     "One JSON object per resource, one per line (JSON Lines); a keyed table's line,\n"
+     "then one line per key.\n",
+     " --top "},
+    {"serve", "serve SEGMENT [--listen HOST:PORT] [--seconds N] [--log-dir DIR] [--app NAME]\n"
+              "            [--log-max-size BYTES] [--log-max-files N] [--max-connections N]\n"
+              "            [--read-timeout S] [--write-timeout S] [--top N]",
+     "HTTP: /metrics (Prometheus), / (the live dashboard), /api/series (its data).\n"
+     "  --listen HOST:PORT    where to serve, HOST an IP address (default 127.0.0.1:9464)\n"
+     "  --seconds N           stop after N seconds (default: until SIGINT / SIGTERM)\n"
+     "  --log-dir DIR         also write Sentinel's per-second metric log there\n"
+     "  --app NAME            log file name: NAME-metrics.log (default: the segment's name)\n"
+     "  --log-max-size BYTES  roll the log at this size (default 50 MiB)\n"
+     "  --log-max-files N     keep N log files in all (default 6)\n"
+     "  --max-connections N   connections open at once; more are refused (default 128)\n"
+     "  --read-timeout S      a request must arrive within S seconds (default 10)\n"
+     "  --write-timeout S     its reply must be taken within S seconds after (default 30)\n",
+     " --top --listen --max-connections --read-timeout --write-timeout" LOG_OPTIONS},
+    {"log", "log SEGMENT --log-dir DIR [--app NAME] [--seconds N] [--log-max-size BYTES]\n"
+            "          [--log-max-files N]",
+     "Sentinel's per-second metric log only (the options of serve).\n",
+     " --top" LOG_OPTIONS},
+};
+#define NCOMMANDS (int)(sizeof commands / sizeof commands[0])
+
+static const char exit_codes[] =
+    "Exit status: 0 success; 1 an error at run time (a segment that cannot be opened,\n"
+    "an address that cannot be listened on, a failed write); 2 a usage error (an\n"
+    "unknown command or option, a bad number).\n";
+
+static void overview(FILE *out) {
+  fprintf(out, "usage: swctl COMMAND [ARGUMENTS]\n       swctl --help | --version\n"
+               "       swctl help COMMAND | swctl COMMAND --help\n\n");
+  for (int i = 0; i < NCOMMANDS; i++) fprintf(out, "  swctl %s\n", commands[i].synopsis);
+  fprintf(out, "\nSEGMENT: a POSIX shared memory name (no '/') or a file path; swctl attaches\n"
+               "read-only and never changes it.\n%s"
+               "See swctl(1) and docs/observability.md.\n", exit_codes);
+}
+
+static const command *find_command(const char *name) {
+  for (int i = 0; i < NCOMMANDS; i++)
+    if (strcmp(commands[i].name, name) == 0) return &commands[i];
+  return NULL;
+}
+
+static int command_help(const command *c) {
+  printf("usage: swctl %s\n\n%s\n%s", c->synopsis, c->help, exit_codes);
+  return 0;
+}
+
+/* A usage error: what was wrong, then where to look; exit status 2. */
+static int usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int usage(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "swctl: ");
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  const command *c = cmd ? find_command(cmd) : NULL;
+  if (c)
+    fprintf(stderr, "\nusage: swctl %s\n(swctl %s --help says more)\n", c->synopsis, c->name);
+  else
+    fprintf(stderr, "\n(swctl --help lists the commands)\n");
+  return 2;
+}
+
+/* ------------------------------------------------------------- the output */
 
 static void print_table(swctl *c) {
   if (c->keyed) {
@@ -62,43 +136,50 @@ static void print_table(swctl *c) {
   }
 }
 
+/* A resource's JSON object (swctl dump's line, swctl list --json's item). */
+static void resource_json(swctl *c, const swctl_resource *r, long long unix_ms, swctl_buf *b) {
+  swctl_printf(b, "{\"ts\":%lld,\"segment\":", unix_ms);
+  swctl_json_str(b, c->segment_name);
+  swctl_printf(b, ",\"resource\":");
+  swctl_json_str(b, r->name);
+  swctl_printf(b, ",\"pass_qps\":%.3f,\"block_qps\":%.3f,\"would_block_qps\":%.3f,"
+                  "\"avg_rt\":%.3f,\"min_rt\":%.0f,\"concurrency\":%lld,\"waiting\":%lld,"
+                  "\"threshold\":%.17g,\"rule\":\"%s\",\"dry_run\":%s}",
+               r->pass_qps, r->block_qps, r->would_block_qps, r->avg_rt, r->min_rt,
+               (long long)r->concurrency, (long long)r->waiting, r->threshold,
+               swctl_rule_name(r->grade, r->behavior), r->dry_run ? "true" : "false");
+}
+
+/* Every resource's object into b, each followed by sep. */
+static void resources_json(swctl *c, swctl_buf *b, const char *sep) {
+  long long unix_ms = (long long)(sw_now_ms() + c->wall_offset);
+  if (c->keyed) {
+    swctl_printf(b, "{\"ts\":%lld,\"segment\":", unix_ms);
+    swctl_json_str(b, c->segment_name);
+    swctl_printf(b, ",\"resource\":");
+    swctl_json_str(b, c->res[0].name);
+    swctl_append(b, ",", 1);
+    swctl_keyed_json(c, b);
+    swctl_printf(b, "}%s", sep);
+    return;
+  }
+  for (int i = 0; i < c->nres; i++) {
+    if (c->res[i].lim == NULL) continue;
+    resource_json(c, &c->res[i], unix_ms, b);
+    swctl_printf(b, "%s", sep);
+  }
+}
+
 static int dump(swctl *c) {
   if (c->keyed) return swctl_keyed_dump(c);
   swctl_buf b = {0};
-  long long unix_ms = (long long)(sw_now_ms() + c->wall_offset);
-  for (int i = 0; i < c->nres; i++) {
-    const swctl_resource *r = &c->res[i];
-    if (r->lim == NULL) continue;
-    b.len = 0;
-    swctl_printf(&b, "{\"ts\":%lld,\"segment\":", unix_ms);
-    swctl_json_str(&b, c->segment_name);
-    swctl_printf(&b, ",\"resource\":");
-    swctl_json_str(&b, r->name);
-    swctl_printf(&b, ",\"pass_qps\":%.3f,\"block_qps\":%.3f,\"would_block_qps\":%.3f,"
-                     "\"avg_rt\":%.3f,\"min_rt\":%.0f,\"concurrency\":%lld,\"waiting\":%lld,"
-                     "\"threshold\":%.17g,\"rule\":\"%s\",\"dry_run\":%s}\n",
-                 r->pass_qps, r->block_qps, r->would_block_qps, r->avg_rt, r->min_rt,
-                 (long long)r->concurrency, (long long)r->waiting, r->threshold,
-                 swctl_rule_name(r->grade, r->behavior), r->dry_run ? "true" : "false");
-    fwrite(b.data, 1, b.len, stdout);
-  }
+  resources_json(c, &b, "\n");
+  if (b.len) fwrite(b.data, 1, b.len, stdout);
   free(b.data);
-  return 0;
+  return ferror(stdout) ? 1 : 0;
 }
 
-static int usage(void) {
-  fprintf(stderr, "usage: swctl list SEGMENT [--top N]\n"
-                  "       swctl top SEGMENT [SECONDS] [--top N]\n"
-                  "       swctl dump SEGMENT [--top N]\n"
-                  "       swctl serve SEGMENT [--listen HOST:PORT] [--seconds N] [--log-dir DIR]\n"
-                  "                           [--app NAME] [--log-max-size BYTES] [--log-max-files N]\n"
-                  "                           [--max-connections N] [--read-timeout S]\n"
-                  "                           [--write-timeout S]\n"
-                  "       swctl log SEGMENT --log-dir DIR [--app NAME] [--seconds N] ...\n"
-                  "SEGMENT: a POSIX shared memory name (no '/') or a file path\n"
-                  "--top N: a keyed table's top keys by passes and by blocks (default 10)\n");
-  return 2;
-}
+/* ------------------------------------------------------------ the options */
 
 /* A whole number in lo..hi, or -1 with a message. */
 static long long number(const char *opt, const char *val, long long lo, long long hi) {
@@ -112,94 +193,126 @@ static long long number(const char *opt, const char *val, long long lo, long lon
   return v;
 }
 
-/* serve and log: the loop with an optional listener and an optional log. */
-static int serve(swctl *c, int argc, char **argv, int listen_too) {
-  const char *dir = NULL, *app = c->segment_name;
-  swctl_serve_opts so = {"127.0.0.1:9464", -1, SWCTL_MAX_CONNECTIONS, SWCTL_READ_TIMEOUT_S,
-                         SWCTL_WRITE_TIMEOUT_S};
-  long long max_size = 50LL << 20, v = 0;
-  int max_files = 6;
-  for (int i = 3; i < argc; i += 2) {
-    const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-    if (val == NULL) return usage();
+/* What the command line says, for every command. */
+typedef struct args {
+  const char *cmd;
+  const char *pos[64]; /* the arguments that are not options */
+  int npos;
+  int json;
+  long long topn;
+  swctl_serve_opts so;
+  const char *log_dir, *app;
+  long long max_size;
+  int max_files;
+} args;
+
+/* Parse argv[2..]: 0, or the exit status (a message said why). */
+static int parse(args *a, int argc, char **argv) {
+  const command *c = find_command(a->cmd);
+  for (int i = 2; i < argc; i++) {
+    const char *opt = argv[i];
+    if (strcmp(opt, "--help") == 0 || strcmp(opt, "-h") == 0) return -1; /* help */
+    if (opt[0] != '-' || opt[1] == '\0') {
+      if (a->npos == (int)(sizeof a->pos / sizeof a->pos[0]))
+        return usage(a->cmd, "too many arguments");
+      a->pos[a->npos++] = opt;
+      continue;
+    }
+    char spaced[64];
+    snprintf(spaced, sizeof spaced, " %s ", opt);
+    if (strlen(opt) > 40 || strstr(c->options, spaced) == NULL)
+      return usage(a->cmd, "%s: not an option of swctl %s", opt, a->cmd);
+    if (strcmp(opt, "--json") == 0) {
+      a->json = 1;
+      continue;
+    }
+    if (i + 1 >= argc) return usage(a->cmd, "%s wants a value", opt);
+    const char *val = argv[++i];
+    long long v = 0;
     if (strcmp(opt, "--listen") == 0)
-      so.listen = val;
+      a->so.listen = val;
     else if (strcmp(opt, "--log-dir") == 0)
-      dir = val;
+      a->log_dir = val;
     else if (strcmp(opt, "--app") == 0)
-      app = val;
+      a->app = val;
+    else if (strcmp(opt, "--top") == 0 && (v = number(opt, val, 0, SWCTL_TOP_MAX)) >= 0)
+      a->topn = v;
     else if (strcmp(opt, "--seconds") == 0 && (v = number(opt, val, 0, 1LL << 40)) >= 0)
-      so.seconds = (long)v;
+      a->so.seconds = (long)v;
     else if (strcmp(opt, "--log-max-size") == 0 && (v = number(opt, val, 0, INT64_MAX)) >= 0)
-      max_size = v;
+      a->max_size = v;
     else if (strcmp(opt, "--log-max-files") == 0 && (v = number(opt, val, 0, 1000)) >= 0)
-      max_files = (int)v;
-    else if (listen_too && strcmp(opt, "--max-connections") == 0 &&
-             (v = number(opt, val, 1, 100000)) >= 0)
-      so.max_connections = (unsigned)v;
-    else if (listen_too && strcmp(opt, "--read-timeout") == 0 &&
-             (v = number(opt, val, 1, 86400)) >= 0)
-      so.read_timeout_s = (unsigned)v;
-    else if (listen_too && strcmp(opt, "--write-timeout") == 0 &&
-             (v = number(opt, val, 1, 86400)) >= 0)
-      so.write_timeout_s = (unsigned)v;
-    else
-      return v < 0 ? 2 : usage();
+      a->max_files = (int)v;
+    else if (strcmp(opt, "--max-connections") == 0 && (v = number(opt, val, 1, 100000)) >= 0)
+      a->so.max_connections = (unsigned)v;
+    else if (strcmp(opt, "--read-timeout") == 0 && (v = number(opt, val, 1, 86400)) >= 0)
+      a->so.read_timeout_s = (unsigned)v;
+    else if (strcmp(opt, "--write-timeout") == 0 && (v = number(opt, val, 1, 86400)) >= 0)
+      a->so.write_timeout_s = (unsigned)v;
+    if (v < 0) return 2;
   }
-  if (!listen_too && dir == NULL) return usage();
-  if (listen_too && !swctl_can_serve()) return swctl_serve(c, &so, &stop);
+  return 0;
+}
+
+/* ------------------------------------------------------------ the commands */
+
+/* serve and log: the loop with an optional listener and an optional log. */
+static int serve(swctl *c, const args *a, int listen_too) {
+  if (listen_too && !swctl_can_serve()) return swctl_serve(c, &a->so, &stop);
   swctl_log log;
-  if (dir) {
-    if (swctl_log_open(&log, dir, app, max_size, max_files) < 0) return 2;
+  if (a->log_dir) {
+    if (swctl_log_open(&log, a->log_dir, a->app ? a->app : c->segment_name, a->max_size,
+                       a->max_files) < 0)
+      return 2;
     c->on_second = swctl_log_second;
     c->on_second_user = &log;
   }
   signal(SIGINT, on_signal);
   signal(SIGTERM, on_signal);
   signal(SIGPIPE, SIG_IGN);
-  int rc = listen_too ? swctl_serve(c, &so, &stop) : swctl_run(c, so.seconds, &stop, NULL, NULL);
-  if (dir) swctl_log_close(&log);
+  int rc = listen_too ? swctl_serve(c, &a->so, &stop) : swctl_run(c, a->so.seconds, &stop, NULL, NULL);
+  if (a->log_dir) swctl_log_close(&log);
   return rc;
 }
 
-/* Take --top N out of argv (any command): N, 10 if absent, -1 (said why) if bad. */
-static long long take_top(int *argc, char **argv) {
-  long long n = 10;
-  for (int i = 3; i < *argc; i++) {
-    if (strcmp(argv[i], "--top") != 0) continue;
-    if (i + 1 >= *argc) {
-      usage();
-      return -1;
-    }
-    if ((n = number("--top", argv[i + 1], 0, SWCTL_TOP_MAX)) < 0) return -1;
-    memmove(argv + i, argv + i + 2, (size_t)(*argc - i - 1) * sizeof *argv); /* and NULL */
-    *argc -= 2;
-    i--;
+static int run(const args *a) {
+  const char *cmd = a->cmd;
+  int is_top = strcmp(cmd, "top") == 0;
+  if (a->npos < 1) return usage(cmd, "which segment?");
+  if (a->npos > 1 + is_top) return usage(cmd, "%s: one segment only", a->pos[1]);
+  if (strcmp(cmd, "log") == 0 && a->log_dir == NULL) return usage(cmd, "log wants --log-dir DIR");
+  long seconds = -1; /* top: until interrupted */
+  if (is_top && a->npos > 1) {
+    long long v = number("SECONDS", a->pos[1], 1, 1LL << 40);
+    if (v < 0) return 2;
+    seconds = (long)v;
   }
-  return n;
-}
-
-int main(int argc, char **argv) {
-  if (argc < 3) return usage();
-  const char *cmd = argv[1];
-  long long topn = take_top(&argc, argv);
-  if (topn < 0) return 2;
   swctl c;
-  if (swctl_open(&c, argv[2], (uint32_t)topn) != SW_OK) {
+  if (swctl_open(&c, a->pos[0], (uint32_t)a->topn) != SW_OK) {
     fprintf(stderr, "swctl: %s\n", sw_last_error());
     return 1;
   }
   int rc = 0;
   /* one-shot: no need to keep what a scan of a keyed table read mapped */
   if (c.keyed) c.keyed->drop_pages = strcmp(cmd, "list") == 0 || strcmp(cmd, "dump") == 0;
-  if (strcmp(cmd, "list") == 0) {
+  if (strcmp(cmd, "list") == 0 && a->json) {
+    swctl_poll(&c);
+    swctl_buf b = {0};
+    swctl_append(&b, "[", 1);
+    resources_json(&c, &b, ",");
+    if (b.len > 1) b.len--; /* the last comma */
+    swctl_append(&b, "]\n", 2);
+    fwrite(b.data, 1, b.len, stdout);
+    free(b.data);
+    rc = ferror(stdout) ? 1 : 0;
+  } else if (strcmp(cmd, "list") == 0) {
     swctl_poll(&c);
     print_table(&c);
+    rc = ferror(stdout) ? 1 : 0;
   } else if (strcmp(cmd, "dump") == 0) {
     swctl_poll(&c);
     rc = dump(&c);
-  } else if (strcmp(cmd, "top") == 0) {
-    long seconds = argc > 3 ? atol(argv[3]) : -1; /* -1: until interrupted */
+  } else if (is_top) {
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     for (long k = 0; !stop && (seconds < 0 || k < seconds); k++) {
@@ -209,13 +322,42 @@ int main(int argc, char **argv) {
       fflush(stdout);
       if (seconds < 0 || k + 1 < seconds) sleep(1);
     }
-  } else if (strcmp(cmd, "serve") == 0) {
-    rc = serve(&c, argc, argv, 1);
-  } else if (strcmp(cmd, "log") == 0) {
-    rc = serve(&c, argc, argv, 0);
   } else {
-    rc = usage();
+    rc = serve(&c, a, strcmp(cmd, "serve") == 0);
   }
   swctl_close(&c);
   return rc;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    overview(stderr);
+    return 2;
+  }
+  const char *cmd = argv[1];
+  if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 ||
+      (strcmp(cmd, "help") == 0 && argc == 2)) {
+    overview(stdout);
+    return 0;
+  }
+  if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
+    printf("swctl (libsw) %s\nlibrary %s\n", SW_VERSION_STRING, sw_version_string());
+    return 0;
+  }
+  if (strcmp(cmd, "help") == 0) {
+    const command *c = find_command(argv[2]);
+    return c ? command_help(c) : usage(NULL, "help %s: no such command", argv[2]);
+  }
+  const command *c = find_command(cmd);
+  if (c == NULL) return usage(NULL, "%s: no such command", cmd);
+  args a = {.cmd = cmd,
+            .topn = 10,
+            .so = {"127.0.0.1:9464", -1, SWCTL_MAX_CONNECTIONS, SWCTL_READ_TIMEOUT_S,
+                   SWCTL_WRITE_TIMEOUT_S},
+            .max_size = 50LL << 20,
+            .max_files = 6};
+  int rc = parse(&a, argc, argv);
+  if (rc < 0) return command_help(c);
+  if (rc > 0) return rc;
+  return run(&a);
 }
