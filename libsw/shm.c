@@ -361,6 +361,33 @@ fail:
   return rc;
 }
 
+int sw__shm_peek(const char *name, sw__shm_hdr *out, uint64_t *size, uint32_t *uid) {
+  int rc = sw__shm_check_name(name);
+  if (rc < 0) return rc;
+  char path[4096 + 16];
+  sw__shm_path(name, path, sizeof path);
+  struct stat st;
+  if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
+    return sw__fail(SW_EFOREIGN, "%s is %s, not a segment", path, sw__file_type(st.st_mode));
+  int fd = sw__shm_fd(name, O_RDONLY, 0, false);
+  if (fd < 0) return sw__shm_open_error(name, errno);
+  ssize_t n = -1;
+  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+    rc = sw__fail(SW_EFOREIGN, "%s is not a regular file", path);
+  } else if ((n = pread(fd, out, sizeof *out, 0)) != (ssize_t)sizeof *out) {
+    rc = n < 0 ? sw__fail(SW_EIO, "cannot read %s: %s", path, strerror(errno))
+               : sw__fail(SW_EFOREIGN, "%s is not a libsw segment (%lld bytes)", path,
+                          (long long)st.st_size);
+  } else if (out->magic != SW__SHM_MAGIC) {
+    rc = sw__fail(SW_EFOREIGN, "%s is not a libsw segment (magic 0x%016llx)", path,
+                  (unsigned long long)out->magic);
+  }
+  *size = (uint64_t)st.st_size;
+  *uid = (uint32_t)st.st_uid;
+  close(fd);
+  return rc;
+}
+
 void sw__shm_close(sw__shm *s) {
   if (s->map) munmap(s->map, s->size);
   memset(s, 0, sizeof *s);

@@ -2335,6 +2335,41 @@ static void bad_sw_segment_unlink(void) {
   rmdir(dir);
 }
 
+static void bad_sw_segment_probe(void) {
+  sw_segment_info in;
+  EXPECT(sw_segment_probe(NULL, &in), SW_ENULL);
+  EXPECT(sw_segment_probe("x", NULL), SW_ENULL);
+  EXPECT(sw_segment_probe("", &in), SW_ERANGE);
+  EXPECT(sw_segment_probe(NAME1000, &in), SW_ERANGE);
+  char name[80], path[256];
+  shm_name(name, sizeof name, "probe-missing");
+  EXPECT(sw_segment_probe(name, &in), SW_ENOTFOUND);
+  /* not libsw's: a directory, an empty file, a file of other bytes */
+  file_name(path, sizeof path, "probe-dir");
+  ck_assert_int_eq(mkdir(path, 0700), 0);
+  EXPECT(sw_segment_probe(path, &in), SW_EFOREIGN);
+  rmdir(path);
+  file_name(path, sizeof path, "probe-file");
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fclose(f);
+  EXPECT(sw_segment_probe(path, &in), SW_EFOREIGN);
+  f = fopen(path, "w");
+  for (int i = 0; i < 4096; i++) fputc('x', f);
+  fclose(f);
+  EXPECT(sw_segment_probe(path, &in), SW_EFOREIGN);
+  unlink(path);
+  /* a segment: its header */
+  sw_segment *seg = NULL;
+  ck_assert_int_eq(sw_segment_open(&seg, name, 3, NULL, SW_SEGMENT_RESET), SW_OK);
+  sw_segment_close(seg);
+  EXPECT_OK(sw_segment_probe(name, &in));
+  ck_assert_uint_eq(in.kind, SW_SEGMENT_KIND_REGISTRY);
+  ck_assert_uint_eq(in.capacity, 3);
+  ck_assert(in.ready && in.current && in.creator_pid == (uint32_t)getpid() && in.size > 0);
+  sw_segment_unlink(name);
+}
+
 /* ============================================================ keyed table */
 
 static void free_keyed(void *p) { sw_keyed_free(p); }
@@ -3033,6 +3068,7 @@ static const entry table[] = {
     E(sw_keyed_scan_at),
     E(sw_keyed_top_at),
     E(sw_segment_unlink),
+    E(sw_segment_probe),
     E(sw_registry_set_rule),
     E(sw_limiter_set_dry_run),
     E(sw_node_would_block_qps_at),

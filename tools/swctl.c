@@ -35,21 +35,33 @@ typedef struct command {
 
 #define LOG_OPTIONS " --seconds --log-dir --app --log-max-size --log-max-files "
 
+#define SEGMENTS "SEGMENT... | --all"
+#define SEGMENTS_HELP \
+  "SEGMENT: a shared memory name (no '/'), a file path, or a glob of either ('libsw_*');\n" \
+  "--all: every libsw segment in /dev/shm (swctl ls lists them).\n"
+
 static const command commands[] = {
-    {"list", "list SEGMENT [--top N] [--json]",
+    {"ls", "ls [DIR...] [--json]",
+     "The libsw segments of /dev/shm (or of the directories given), known by their\n"
+     "header: size, kind, capacity, names or keys in use, the creating process (\"gone\"\n"
+     "if it has exited), its owner, when it was made, and its layout (\"current\": this\n"
+     "swctl can read it; \"other\": made by another libsw version).\n"
+     "  --json    one JSON array of objects instead of the table\n",
+     " --json "},
+    {"list", "list " SEGMENTS " [--top N] [--json]",
      "One line per resource: rates of the last second, response times, the rule.\n"
-     "A keyed table: its rule, totals, keys, memory and top keys.\n"
+     "A keyed table: its rule, totals, keys, memory and top keys.\n" SEGMENTS_HELP
      "  --top N   a keyed table's top keys by passes and by blocks (default 10, at most 1000)\n"
      "  --json    one JSON array of the resources' objects (those of swctl dump) instead\n",
-     " --top --json "},
-    {"top", "top SEGMENT [SECONDS] [--top N]",
-     "The table of swctl list, refreshed every second like top(1), for SECONDS seconds\n"
-     "(default: until interrupted).\n",
-     " --top "},
-    {"dump", "dump SEGMENT [--top N]",
+     " --top --json --all "},
+    {"top", "top " SEGMENTS " [--seconds N] [--top N]",
+     "The table of swctl list, refreshed every second like top(1), for N seconds\n"
+     "(default: until interrupted; `swctl top SEGMENT N` says the same).\n" SEGMENTS_HELP,
+     " --top --seconds --all "},
+    {"dump", "dump " SEGMENTS " [--top N]",
      "One JSON object per resource, one per line (JSON Lines); a keyed table's line,\n"
-     "then one line per key.\n",
-     " --top "},
+     "then one line per key.\n" SEGMENTS_HELP,
+     " --top --all "},
     {"serve", "serve SEGMENT [--listen HOST:PORT] [--seconds N] [--log-dir DIR] [--app NAME]\n"
               "            [--log-max-size BYTES] [--log-max-files N] [--max-connections N]\n"
               "            [--read-timeout S] [--write-timeout S] [--top N]",
@@ -73,8 +85,8 @@ static const command commands[] = {
 
 static const char exit_codes[] =
     "Exit status: 0 success; 1 an error at run time (a segment that cannot be opened,\n"
-    "an address that cannot be listened on, a failed write); 2 a usage error (an\n"
-    "unknown command or option, a bad number).\n";
+    "an address that cannot be listened on, no segment found, a failed write); 2 a\n"
+    "usage error (an unknown command or option, a bad number).\n";
 
 static void overview(FILE *out) {
   fprintf(out, "usage: swctl COMMAND [ARGUMENTS]\n       swctl --help | --version\n"
@@ -198,7 +210,7 @@ typedef struct args {
   const char *cmd;
   const char *pos[64]; /* the arguments that are not options */
   int npos;
-  int json;
+  int json, all;
   long long topn;
   swctl_serve_opts so;
   const char *log_dir, *app;
@@ -222,8 +234,8 @@ static int parse(args *a, int argc, char **argv) {
     snprintf(spaced, sizeof spaced, " %s ", opt);
     if (strlen(opt) > 40 || strstr(c->options, spaced) == NULL)
       return usage(a->cmd, "%s: not an option of swctl %s", opt, a->cmd);
-    if (strcmp(opt, "--json") == 0) {
-      a->json = 1;
+    if (strcmp(opt, "--json") == 0 || strcmp(opt, "--all") == 0) {
+      *(opt[2] == 'j' ? &a->json : &a->all) = 1;
       continue;
     }
     if (i + 1 >= argc) return usage(a->cmd, "%s wants a value", opt);
@@ -275,56 +287,107 @@ static int serve(swctl *c, const args *a, int listen_too) {
   return rc;
 }
 
-static int run(const args *a) {
+/* The segments of list, top and dump, open: 0, or the exit status. A
+ * segment that cannot be opened is said on stderr and left out (status 1
+ * at the end: *partial). */
+static int open_all(const args *a, swctl **out, int *n, int *partial) {
+  swctl_list l;
+  if (swctl_find(a->pos, a->npos, a->all, &l) < 0) return 1;
+  *out = calloc(l.n ? (size_t)l.n : 1, sizeof **out);
+  *n = 0;
+  for (int i = 0; out && i < l.n; i++) {
+    swctl *c = &(*out)[*n];
+    if (swctl_open(c, l.names[i], (uint32_t)a->topn) != SW_OK) {
+      fprintf(stderr, "swctl: %s\n", sw_last_error());
+      *partial = 1;
+      continue;
+    }
+    c->segment_name = l.names[i]; /* kept: the list's names are freed at close_all */
+    l.names[i] = NULL;
+    /* one-shot: no need to keep what a scan of a keyed table read mapped */
+    if (c->keyed) c->keyed->drop_pages = strcmp(a->cmd, "top") != 0;
+    (*n)++;
+  }
+  int none = l.n == 0;
+  swctl_list_free(&l);
+  if (*n == 0) {
+    if (none) fprintf(stderr, "swctl: no libsw segment %s\n",
+                      a->all ? "in /dev/shm" : "matches");
+    free(*out);
+    return 1;
+  }
+  return 0;
+}
+
+static void close_all(swctl *cs, int n) {
+  for (int i = 0; i < n; i++) {
+    char *name = (char *)cs[i].segment_name;
+    swctl_close(&cs[i]);
+    free(name);
+  }
+  free(cs);
+}
+
+static int inspect(const args *a) {
   const char *cmd = a->cmd;
-  int is_top = strcmp(cmd, "top") == 0;
-  if (a->npos < 1) return usage(cmd, "which segment?");
-  if (a->npos > 1 + is_top) return usage(cmd, "%s: one segment only", a->pos[1]);
-  if (strcmp(cmd, "log") == 0 && a->log_dir == NULL) return usage(cmd, "log wants --log-dir DIR");
-  long seconds = -1; /* top: until interrupted */
-  if (is_top && a->npos > 1) {
-    long long v = number("SECONDS", a->pos[1], 1, 1LL << 40);
+  int is_top = strcmp(cmd, "top") == 0, npos = a->npos;
+  long seconds = a->so.seconds; /* top: -1 until interrupted */
+  if (is_top && npos == 2 && strspn(a->pos[1], "0123456789") == strlen(a->pos[1])) {
+    long long v = number("SECONDS", a->pos[1], 1, 1LL << 40); /* swctl top SEGMENT N */
     if (v < 0) return 2;
     seconds = (long)v;
+    npos = 1;
   }
+  if (npos == 0 && !a->all) return usage(cmd, "which segment? (or --all)");
+  args b = *a;
+  b.npos = npos;
+  swctl *cs;
+  int n, partial = 0, rc = open_all(&b, &cs, &n, &partial);
+  if (rc) return rc;
+  swctl_buf json = {0};
+  if (is_top) {
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+  }
+  for (long k = 0; !stop && (!is_top || seconds < 0 || k < seconds); k++) {
+    if (is_top) printf("\033[H\033[2J");
+    for (int i = 0; i < n; i++) {
+      swctl_poll(&cs[i]);
+      if (a->json)
+        resources_json(&cs[i], &json, ",");
+      else if (strcmp(cmd, "dump") == 0)
+        rc |= dump(&cs[i]);
+      else {
+        if (i) putchar('\n');
+        print_table(&cs[i]);
+      }
+    }
+    if (!is_top) break;
+    fflush(stdout);
+    if (seconds < 0 || k + 1 < seconds) sleep(1);
+  }
+  if (a->json) {
+    if (json.len) json.len--; /* the last comma */
+    printf("[%.*s]\n", (int)json.len, json.data ? json.data : "");
+    free(json.data);
+  }
+  close_all(cs, n);
+  return rc || partial || ferror(stdout) ? 1 : 0;
+}
+
+static int run(const args *a) {
+  const char *cmd = a->cmd;
+  if (strcmp(cmd, "ls") == 0) return swctl_ls(a->pos, a->npos, a->json);
+  if (strcmp(cmd, "serve") != 0 && strcmp(cmd, "log") != 0) return inspect(a);
+  if (a->npos < 1) return usage(cmd, "which segment?");
+  if (a->npos > 1) return usage(cmd, "%s: one segment only", a->pos[1]);
+  if (strcmp(cmd, "log") == 0 && a->log_dir == NULL) return usage(cmd, "log wants --log-dir DIR");
   swctl c;
   if (swctl_open(&c, a->pos[0], (uint32_t)a->topn) != SW_OK) {
     fprintf(stderr, "swctl: %s\n", sw_last_error());
     return 1;
   }
-  int rc = 0;
-  /* one-shot: no need to keep what a scan of a keyed table read mapped */
-  if (c.keyed) c.keyed->drop_pages = strcmp(cmd, "list") == 0 || strcmp(cmd, "dump") == 0;
-  if (strcmp(cmd, "list") == 0 && a->json) {
-    swctl_poll(&c);
-    swctl_buf b = {0};
-    swctl_append(&b, "[", 1);
-    resources_json(&c, &b, ",");
-    if (b.len > 1) b.len--; /* the last comma */
-    swctl_append(&b, "]\n", 2);
-    fwrite(b.data, 1, b.len, stdout);
-    free(b.data);
-    rc = ferror(stdout) ? 1 : 0;
-  } else if (strcmp(cmd, "list") == 0) {
-    swctl_poll(&c);
-    print_table(&c);
-    rc = ferror(stdout) ? 1 : 0;
-  } else if (strcmp(cmd, "dump") == 0) {
-    swctl_poll(&c);
-    rc = dump(&c);
-  } else if (is_top) {
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    for (long k = 0; !stop && (seconds < 0 || k < seconds); k++) {
-      swctl_poll(&c);
-      printf("\033[H\033[2J");
-      print_table(&c);
-      fflush(stdout);
-      if (seconds < 0 || k + 1 < seconds) sleep(1);
-    }
-  } else {
-    rc = serve(&c, a, strcmp(cmd, "serve") == 0);
-  }
+  int rc = serve(&c, a, strcmp(cmd, "serve") == 0);
   swctl_close(&c);
   return rc;
 }

@@ -3,7 +3,8 @@
  * (swctl_keyed_show.c),
  * the HTTP server on libmicrohttpd (swctl_http.c), the Prometheus
  * exposition (swctl_prom.c), Sentinel's metric log (swctl_log.c) and the
- * dashboard (swctl_dashboard.c, serving tools/dashboard/, compiled in).
+ * dashboard (swctl_dashboard.c, serving tools/dashboard/, compiled in),
+ * finding segments (swctl_ls.c).
  *
  * Threads: the main thread polls the segment and writes the metric log;
  * swctl serve's HTTP thread only reads what the last poll left, under
@@ -177,6 +178,23 @@ void swctl_keyed_print(swctl *c, FILE *out);
 int swctl_keyed_dump(swctl *c);
 /* The table's members of a JSON object (rule, totals, keys, top lists). */
 void swctl_keyed_json(swctl *c, swctl_buf *b);
+
+/* swctl_ls.c: segments found by their header (sw_segment_probe) */
+typedef struct swctl_list {
+  char **names; /* shared memory names (in /dev/shm) or paths; owned */
+  int n, cap;
+} swctl_list;
+/* Add name (taken, freed if already there): 0, or -1 out of memory. */
+int swctl_list_add(swctl_list *l, char *name);
+void swctl_list_free(swctl_list *l);
+/* The segments args name, in order: a name or a path as it is; a glob
+ * (*, ?, [) the libsw segments it matches — in /dev/shm without a '/',
+ * else as a path; with all, first every libsw segment of /dev/shm.
+ * 0, or -1 (said on stderr). */
+int swctl_find(const char *const *args, int nargs, int all, swctl_list *out);
+/* swctl ls: the libsw segments of dirs (none: /dev/shm) as a table or
+ * JSON; the exit status. */
+int swctl_ls(const char *const *dirs, int ndirs, int json);
 
 /* swctl_dashboard.c */
 void swctl_api_series(swctl *c, swctl_buf *b);

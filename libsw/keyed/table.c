@@ -556,7 +556,7 @@ SW_API int sw_keyed_create(sw_keyed **out, uint32_t capacity, const sw_options *
   return SW_OK;
 }
 
-static uint64_t sw__kt_fingerprint(void) {
+uint64_t sw__kt_fingerprint(void) {
   const uint64_t v[] = {sizeof(sw__shm_hdr), sizeof(sw__kt_hdr),      sizeof(sw__kt_config),
                         sizeof(sw__rule),    sizeof(pthread_mutex_t), sizeof(sw__kt_totals),
                         SW__KT_WAYS,         SW__KT_LAYOUT_VERSION,   SW_CACHE_LINE};

@@ -843,6 +843,28 @@ SW_API int64_t sw_segment_size(const sw_segment *seg);
  * can then remove it (sw_segment_close, then sw_segment_unlink). */
 SW_API int sw_segment_created(const sw_segment *seg);
 
+/* What a segment's header says, for a listing (swctl ls): read from the
+ * file without attaching, locking or writing. */
+#define SW_SEGMENT_KIND_REGISTRY 1u /* a registry of limiters (sw_segment_open) */
+#define SW_SEGMENT_KIND_KEYED 2u    /* a keyed table (sw_keyed_open) */
+typedef struct sw_segment_info {
+  uint32_t kind;        /* SW_SEGMENT_KIND_*; 0: a kind this libsw does not know */
+  uint32_t ready;       /* 1: its creation finished; 0: under way, or interrupted */
+  uint32_t current;     /* 1: laid out by this libsw (it can attach); 0: by another version */
+  uint32_t creator_pid; /* the process that created it (it may be gone) */
+  uint32_t owner_uid;   /* the file's owner */
+  uint32_t capacity;    /* names (a registry) or keys (a keyed table) as created; 0 if not ready */
+  uint64_t layout;      /* the layout fingerprint written by its creator */
+  int64_t size;         /* the file's size in bytes (sparse: pages are used as names arrive) */
+  int64_t created_unix_ms;
+  int64_t reserved[4];
+} sw_segment_info;
+/* Fill *out from the header of the segment name (a name or a path, as
+ * sw_segment_open; a symbolic link is not followed). Errors: SW_ENULL,
+ * SW_ERANGE (the name), SW_ENOTFOUND, SW_EPERM, SW_EFOREIGN (not a regular
+ * file, or not a libsw segment: no libsw magic), SW_EIO. Thread-safe. */
+SW_API int sw_segment_probe(const char *name, sw_segment_info *out);
+
 /* ------------------------------------------------------------ keyed table */
 
 /* One rule, any number of keys (docs/keyed.md): per-client limits. Each key

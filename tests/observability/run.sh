@@ -4,7 +4,8 @@
 # log (values, rolling), the dashboard in headless Chromium (the numbers it
 # shows, and a screenshot), dry-run visible everywhere, and bad input (bad
 # listen address, unreadable segment, a full disk for the log) — with the
-# limiter working throughout; then keyed tables (keyed.sh).
+# limiter working throughout; then finding segments (discover.sh) and keyed
+# tables (keyed.sh).
 # Usage: tests/observability/run.sh BUILD_DIR
 set -eu
 . "$(dirname "$0")/lib.sh"
@@ -167,6 +168,9 @@ grep -q "serve is unavailable: this swctl was built without libmicrohttpd" "$wor
 mkdir "$work/nomhd"
 "$nomhd" log "$seg" --log-dir "$work/nomhd" --app n --seconds 2 2> "$work/err" || fail "$(cat "$work/err")"
 grep -q "|steady|" "$work/nomhd/n-metrics.log" || fail "swctl log without libmicrohttpd wrote no line"
+
+echo "--- finding segments: swctl ls, several segments, globs, --all"
+tests/observability/discover.sh "$build"
 
 echo "--- keyed tables"
 tests/observability/keyed.sh "$build"
