@@ -75,11 +75,12 @@ SW_API int sw_segment_open(sw_segment **out, const char *name, uint32_t capacity
   *out = NULL;
   SW__CHECK_NULL(name, "segment name");
   const bool readonly = flags & SW_SEGMENT_READONLY;
+  const bool any = readonly || (flags & SW_SEGMENT_ATTACH); /* whatever its configuration */
   sw__seg_config cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.capacity = capacity;
   int rc;
-  if (!readonly) {
+  if (!any) {
     if (capacity == 0 || capacity > (1u << 24))
       return sw__fail(SW_ESIZE, "capacity=%u is outside 1..%u", capacity, 1u << 24);
     if ((rc = sw__node_geom_from(opts, &cfg.geom)) < 0 || (rc = sw__rule_from(opts, &cfg.rule)) < 0)
@@ -91,7 +92,7 @@ SW_API int sw_segment_open(sw_segment **out, const char *name, uint32_t capacity
   sw_segment *seg = sw__calloc(1, sizeof *seg);
   if (seg == NULL) return sw__fail(SW_ENOMEM, "segment");
   const sw__shm_kind kind = sw__seg_kind();
-  rc = sw__shm_open(&seg->shm, name, flags, opts, &kind, readonly ? NULL : &cfg, sizeof cfg);
+  rc = sw__shm_open(&seg->shm, name, flags, opts, &kind, any ? NULL : &cfg, sizeof cfg);
   if (rc == SW_OK) {
     seg->reg.shared = true;
     seg->reg.readonly = readonly;

@@ -10,6 +10,7 @@
  * SEGMENT is a POSIX shared memory name (no '/') or a file path. swctl
  * attaches read-only: it never changes the segment. */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
@@ -62,20 +63,35 @@ static const command commands[] = {
      "One JSON object per resource, one per line (JSON Lines); a keyed table's line,\n"
      "then one line per key.\n" SEGMENTS_HELP,
      " --top --all "},
-    {"serve", "serve SEGMENT [--listen HOST:PORT] [--seconds N] [--log-dir DIR] [--app NAME]\n"
-              "            [--log-max-size BYTES] [--log-max-files N] [--max-connections N]\n"
-              "            [--read-timeout S] [--write-timeout S] [--top N]",
-     "HTTP: /metrics (Prometheus), / (the live dashboard), /api/series (its data).\n"
+    {"serve", "serve " SEGMENTS " [--listen HOST:PORT] [--seconds N] [--log-dir DIR]\n"
+              "            [--app NAME] [--log-max-size BYTES] [--log-max-files N]\n"
+              "            [--max-connections N] [--read-timeout S] [--write-timeout S] [--top N]",
+     "HTTP: /metrics (Prometheus), / (the live dashboard), /api/series (its data), for\n"
+     "every segment given on one port, each series labelled by its segment. With --all,\n"
+     "segments created later are served from the next rescan (every 5 s).\n" SEGMENTS_HELP
      "  --listen HOST:PORT    where to serve, HOST an IP address (default 127.0.0.1:9464)\n"
      "  --seconds N           stop after N seconds (default: until SIGINT / SIGTERM)\n"
-     "  --log-dir DIR         also write Sentinel's per-second metric log there\n"
-     "  --app NAME            log file name: NAME-metrics.log (default: the segment's name)\n"
+     "  --log-dir DIR         also write Sentinel's per-second metric log there, one file\n"
+     "                        per segment: DIR/SEGMENT-metrics.log\n"
+     "  --app NAME            log file name: NAME-metrics.log (one segment only)\n"
      "  --log-max-size BYTES  roll the log at this size (default 50 MiB)\n"
      "  --log-max-files N     keep N log files in all (default 6)\n"
      "  --max-connections N   connections open at once; more are refused (default 128)\n"
      "  --read-timeout S      a request must arrive within S seconds (default 10)\n"
      "  --write-timeout S     its reply must be taken within S seconds after (default 30)\n",
-     " --top --listen --max-connections --read-timeout --write-timeout" LOG_OPTIONS},
+     " --top --all --listen --max-connections --read-timeout --write-timeout" LOG_OPTIONS},
+    {"rules", "rules get SEGMENT | rules apply SEGMENT FILE | rules check FILE",
+     "Flow rules as JSON, in Sentinel's FlowRule format (a list of objects: resource,\n"
+     "grade, count, controlBehavior, warmUpPeriodSec, maxQueueingTimeMs, ...) with\n"
+     "libsw's fields strict, dryRun, keyed and capacity (docs/rules.md).\n"
+     "  get SEGMENT          print the segment's rules\n"
+     "  apply SEGMENT FILE   change them live (FILE '-': standard input): every process\n"
+     "                       attached sees a rule at its next entry, statistics kept; a\n"
+     "                       resource not named keeps its rule, a new one is created.\n"
+     "                       A file that does not parse, a bad value, or a rule that does\n"
+     "                       not fit the segment changes nothing (exit status 3)\n"
+     "  check FILE           parse and check FILE; print its rules as swctl rules get would\n",
+     " "},
     {"log", "log SEGMENT --log-dir DIR [--app NAME] [--seconds N] [--log-max-size BYTES]\n"
             "          [--log-max-files N]",
      "Sentinel's per-second metric log only (the options of serve).\n",
@@ -86,7 +102,9 @@ static const command commands[] = {
 static const char exit_codes[] =
     "Exit status: 0 success; 1 an error at run time (a segment that cannot be opened,\n"
     "an address that cannot be listened on, no segment found, a failed write); 2 a\n"
-    "usage error (an unknown command or option, a bad number).\n";
+    "usage error (an unknown command or option, a bad number); 3 rules refused\n"
+    "(swctl rules apply / check: a file that does not parse, a bad value; nothing\n"
+    "changed).\n";
 
 static void overview(FILE *out) {
   fprintf(out, "usage: swctl COMMAND [ARGUMENTS]\n       swctl --help | --version\n"
@@ -142,8 +160,10 @@ static void print_table(swctl *c) {
       printf("#%d: %s\n", i, sw_last_error());
       continue;
     }
-    printf("%-24.24s %9.1f %9.1f %9.1f %8.1f %7.0f %6lld %9g %s%s\n", r->name, r->pass_qps,
-           r->block_qps, r->would_block_qps, r->avg_rt, r->min_rt, (long long)r->concurrency,
+    char min_rt[32] = "-"; /* no request completed in the window */
+    if (!isnan(r->min_rt)) snprintf(min_rt, sizeof min_rt, "%.0f", r->min_rt);
+    printf("%-24.24s %9.1f %9.1f %9.1f %8.1f %7s %6lld %9g %s%s\n", r->name, r->pass_qps,
+           r->block_qps, r->would_block_qps, r->avg_rt, min_rt, (long long)r->concurrency,
            r->threshold, swctl_rule_name(r->grade, r->behavior), r->dry_run ? " (dry run)" : "");
   }
 }
@@ -154,10 +174,12 @@ static void resource_json(swctl *c, const swctl_resource *r, long long unix_ms, 
   swctl_json_str(b, c->segment_name);
   swctl_printf(b, ",\"resource\":");
   swctl_json_str(b, r->name);
+  char min_rt[32] = "null"; /* no request completed in the window */
+  if (!isnan(r->min_rt)) snprintf(min_rt, sizeof min_rt, "%.0f", r->min_rt);
   swctl_printf(b, ",\"pass_qps\":%.3f,\"block_qps\":%.3f,\"would_block_qps\":%.3f,"
-                  "\"avg_rt\":%.3f,\"min_rt\":%.0f,\"concurrency\":%lld,\"waiting\":%lld,"
+                  "\"avg_rt\":%.3f,\"min_rt\":%s,\"concurrency\":%lld,\"waiting\":%lld,"
                   "\"threshold\":%.17g,\"rule\":\"%s\",\"dry_run\":%s}",
-               r->pass_qps, r->block_qps, r->would_block_qps, r->avg_rt, r->min_rt,
+               r->pass_qps, r->block_qps, r->would_block_qps, r->avg_rt, min_rt,
                (long long)r->concurrency, (long long)r->waiting, r->threshold,
                swctl_rule_name(r->grade, r->behavior), r->dry_run ? "true" : "false");
 }
@@ -268,22 +290,141 @@ static int parse(args *a, int argc, char **argv) {
 
 /* ------------------------------------------------------------ the commands */
 
-/* serve and log: the loop with an optional listener and an optional log. */
-static int serve(swctl *c, const args *a, int listen_too) {
-  if (listen_too && !swctl_can_serve()) return swctl_serve(c, &a->so, &stop);
-  swctl_log log;
-  if (a->log_dir) {
-    if (swctl_log_open(&log, a->log_dir, a->app ? a->app : c->segment_name, a->max_size,
-                       a->max_files) < 0)
-      return 2;
-    c->on_second = swctl_log_second;
-    c->on_second_user = &log;
+/* The metric log of segment s (a path: its file name), when asked for:
+ * 0, or the exit status. */
+static int start_log(swctl *s, const args *a) {
+  if (a->log_dir == NULL) return 0;
+  swctl_log *log = malloc(sizeof *log);
+  const char *base = strrchr(s->segment_name, '/');
+  if (log == NULL || swctl_log_open(log, a->log_dir, a->app ? a->app : base ? base + 1
+                                                                         : s->segment_name,
+                                    a->max_size, a->max_files) < 0) {
+    free(log);
+    return 2;
   }
-  signal(SIGINT, on_signal);
-  signal(SIGTERM, on_signal);
-  signal(SIGPIPE, SIG_IGN);
-  int rc = listen_too ? swctl_serve(c, &a->so, &stop) : swctl_run(c, a->so.seconds, &stop, NULL, NULL);
-  if (a->log_dir) swctl_log_close(&log);
+  s->on_second = swctl_log_second;
+  s->on_second_user = log;
+  return 0;
+}
+
+/* A segment of the chain: its log closed, its name freed. */
+static void close_served(swctl *s) {
+  char *name = (char *)s->segment_name;
+  if (s->on_second_user) {
+    swctl_log_close(s->on_second_user);
+    free(s->on_second_user);
+  }
+  swctl_close(s);
+  free(name);
+  free(s);
+}
+
+/* A segment opened for serve (name taken), or NULL (said why). */
+static swctl *open_served(char *name, const args *a) {
+  swctl *s = calloc(1, sizeof *s);
+  if (s == NULL || swctl_open(s, name, (uint32_t)a->topn) != SW_OK) {
+    fprintf(stderr, "swctl: %s\n", s ? sw_last_error() : "out of memory");
+    free(s);
+    free(name);
+    return NULL;
+  }
+  s->segment_name = name;
+  if (start_log(s, a) != 0) {
+    close_served(s);
+    return NULL;
+  }
+  return s;
+}
+
+/* What a rescan needs (host->rescan_user). */
+typedef struct rescan_ctx {
+  const args *a;
+  swctl_list failed; /* segments that could not be opened: not tried again */
+} rescan_ctx;
+
+static int in_chain(const swctl *c, const char *name) {
+  for (; c; c = c->next)
+    if ((c->seg || c->keyed) && strcmp(c->segment_name, name) == 0) return 1;
+  return 0;
+}
+
+/* --all: the segments of /dev/shm not served yet, opened. */
+static swctl *rescan(swctl *host) {
+  rescan_ctx *ctx = host->rescan_user;
+  swctl_list l;
+  swctl *added = NULL, **tail = &added;
+  if (swctl_find(NULL, 0, 1, &l) < 0) return NULL;
+  for (int i = 0; i < l.n; i++) {
+    int failed = 0;
+    for (int k = 0; k < ctx->failed.n && !failed; k++)
+      failed = strcmp(ctx->failed.names[k], l.names[i]) == 0;
+    if (failed || in_chain(host, l.names[i])) continue;
+    swctl *s = open_served(strdup(l.names[i]), ctx->a);
+    if (s == NULL) { /* said why; not tried again */
+      swctl_list_add(&ctx->failed, l.names[i]);
+      l.names[i] = NULL;
+      continue;
+    }
+    *tail = s;
+    tail = &s->next;
+  }
+  swctl_list_free(&l);
+  return added;
+}
+
+/* serve: every segment named (or --all) on one port; log: one segment. */
+static int serve(const args *a, int listen_too) {
+  if (listen_too && !swctl_can_serve()) return swctl_serve(NULL, &a->so, &stop);
+  if (a->npos == 0 && !a->all) return usage(a->cmd, "which segment?%s", listen_too ? " (or --all)" : "");
+  if (!listen_too && (a->npos > 1 || a->all)) return usage(a->cmd, "log takes one segment");
+  if (!listen_too && a->log_dir == NULL) return usage(a->cmd, "log wants --log-dir DIR");
+  swctl_list l;
+  if (swctl_find(a->pos, a->npos, 0, &l) < 0) return 1;
+  if (a->app && (a->all || l.n != 1)) {
+    swctl_list_free(&l);
+    return usage(a->cmd, "--app names the log of one segment (several: DIR/SEGMENT-metrics.log)");
+  }
+  if (l.n == 0 && !a->all) {
+    fprintf(stderr, "swctl: no libsw segment matches\n");
+    return 1;
+  }
+  swctl host;
+  swctl_host(&host);
+  rescan_ctx ctx = {a, {0}};
+  char what[64];
+  snprintf(what, sizeof what, a->all ? "every segment of /dev/shm" : "%d segment%s", l.n,
+           l.n == 1 ? "" : "s");
+  host.segment_name = what;
+  if (a->all) {
+    host.rescan = rescan;
+    host.rescan_user = &ctx;
+  }
+  int rc = 0;
+  swctl **tail = &host.next;
+  for (int i = 0; i < l.n && rc == 0; i++) {
+    if (in_chain(host.next, l.names[i])) continue;
+    swctl *s = open_served(l.names[i], a);
+    l.names[i] = NULL;
+    if (s == NULL) rc = 1;
+    else {
+      *tail = s;
+      tail = &s->next;
+    }
+  }
+  swctl_list_free(&l);
+  if (rc == 0) {
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    signal(SIGPIPE, SIG_IGN);
+    rc = listen_too ? swctl_serve(&host, &a->so, &stop)
+                    : swctl_run(&host, a->so.seconds, &stop, NULL, NULL);
+  }
+  while (host.next) {
+    swctl *s = host.next;
+    host.next = s->next;
+    close_served(s);
+  }
+  swctl_list_free(&ctx.failed);
   return rc;
 }
 
@@ -375,21 +516,24 @@ static int inspect(const args *a) {
   return rc || partial || ferror(stdout) ? 1 : 0;
 }
 
+static int rules(const args *a) {
+  const char *what = a->npos ? a->pos[0] : "";
+  int want = strcmp(what, "apply") == 0 ? 3 : 2;
+  if (strcmp(what, "get") && strcmp(what, "apply") && strcmp(what, "check"))
+    return usage(a->cmd, "rules get, apply or check?");
+  if (a->npos != want)
+    return usage(a->cmd, "rules %s takes %s", what,
+                 want == 3 ? "a segment and a file" : strcmp(what, "get") ? "a file" : "a segment");
+  return swctl_rules(what, a->pos[1], want == 3 ? a->pos[2] : NULL);
+}
+
 static int run(const args *a) {
   const char *cmd = a->cmd;
   if (strcmp(cmd, "ls") == 0) return swctl_ls(a->pos, a->npos, a->json);
-  if (strcmp(cmd, "serve") != 0 && strcmp(cmd, "log") != 0) return inspect(a);
-  if (a->npos < 1) return usage(cmd, "which segment?");
-  if (a->npos > 1) return usage(cmd, "%s: one segment only", a->pos[1]);
-  if (strcmp(cmd, "log") == 0 && a->log_dir == NULL) return usage(cmd, "log wants --log-dir DIR");
-  swctl c;
-  if (swctl_open(&c, a->pos[0], (uint32_t)a->topn) != SW_OK) {
-    fprintf(stderr, "swctl: %s\n", sw_last_error());
-    return 1;
-  }
-  int rc = serve(&c, a, strcmp(cmd, "serve") == 0);
-  swctl_close(&c);
-  return rc;
+  if (strcmp(cmd, "rules") == 0) return rules(a);
+  if (strcmp(cmd, "serve") == 0 || strcmp(cmd, "log") == 0)
+    return serve(a, strcmp(cmd, "serve") == 0);
+  return inspect(a);
 }
 
 int main(int argc, char **argv) {

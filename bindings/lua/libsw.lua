@@ -5,7 +5,7 @@
 --   local verdict, wait, retry_after, remaining, borrowed = lim:entry()
 --   if verdict == "block" then ... end   -- retry_after seconds
 --   if verdict == "wait" then sleep(wait) end
---   ... lim:exit(nil, rt_seconds, failed)
+--   ... lim:exit(nil, rt_ms, failed)
 --
 -- Thin over the C library: no statistics logic is re-implemented here. The
 -- hot functions (entry, exit) are module-level locals that keep the loaded
@@ -791,10 +791,10 @@ local function build(C, path)
   end
   local function bad_rt(rt)
     if type(rt) ~= "number" then
-      return fail(M.EINVAL, "rt must be a number of seconds, not " .. show(rt))
+      return fail(M.EINVAL, "rt must be a number of milliseconds, not " .. show(rt))
     end
     if rt ~= rt then return fail(M.ERANGE, "rt=nan is not a number") end
-    return fail(M.ERANGE, "rt=" .. show(rt) .. " is outside 0..2147483.647 seconds")
+    return fail(M.ERANGE, "rt=" .. show(rt) .. " is outside 0..2147483647 milliseconds")
   end
   local function bad_handle(l)
     return fail(M.EINVAL, "the handle must be a sw_limiter * (lim:handle(key)), not " .. show(l))
@@ -1023,14 +1023,14 @@ local function build(C, path)
   end
   Limiter.entry = entry
 
-  -- The arguments of an exit as C takes them: rt in seconds -> rt_ms
-  -- (rounded to ms; below 0 counts as 0), n (default 1), failed -> flags
-  -- (an exception); or nil, message, code.
+  -- The arguments of an exit as C takes them: rt in milliseconds, as every
+  -- response time of libsw (rounded to whole ms; below 0 counts as 0), n
+  -- (default 1), failed -> flags (an exception); or nil, message, code.
   local function exit_args(rt, failed, n)
     local rt_ms = 0
     if rt ~= nil then
-      if type(rt) ~= "number" or not (rt <= 2147483.647) then return bad_rt(rt) end
-      rt_ms = floor(rt * 1000 + 0.5)
+      if type(rt) ~= "number" or not (rt <= RT_MAX_MS) then return bad_rt(rt) end
+      rt_ms = floor(rt + 0.5)
       if rt_ms < 0 then rt_ms = 0 end
     end
     if n == nil then
@@ -1071,8 +1071,8 @@ local function build(C, path)
   end
   Limiter.exit_handle = exit_handle
 
-  -- The end of an admitted entry of key: rt in seconds, failed counts an
-  -- exception.
+  -- The end of an admitted entry of key: rt in milliseconds, failed counts
+  -- an exception.
   local function exit(self, key, rt, failed, n)
     if type(self) ~= "table" then return bad_self("exit") end
     local l = self._l
@@ -1125,8 +1125,11 @@ local function build(C, path)
       exception_qps = tonumber(C.sw_node_exception_qps_at(node, t)),
       total_qps = tonumber(C.sw_node_total_qps_at(node, t)),
       would_block_qps = tonumber(C.sw_node_would_block_qps_at(node, t)),
-      avg_rt = tonumber(C.sw_node_avg_rt_at(node, t)) / 1000,
-      min_rt = tonumber(C.sw_node_min_rt_at(node, t)) / 1000,
+      avg_rt = tonumber(C.sw_node_avg_rt_at(node, t)),
+      -- no request completed in the window: no minimum (libsw's "no
+      -- sample" value, SW_OPT_MAX_RT_MS, is not a response time)
+      min_rt = C.sw_node_success_qps_at(node, t) > 0 and tonumber(C.sw_node_min_rt_at(node, t))
+        or nil,
       concurrency = tonumber(C.sw_node_concurrency(node)),
       waiting = tonumber(C.sw_node_waiting_at(node, t)),
       total_request = tonumber(C.sw_node_total_request_at(node, t)),
@@ -1148,7 +1151,7 @@ local function build(C, path)
   end
 
   -- Statistics of key (nil for a single limiter): a table of rates per
-  -- second, counts, RTs in seconds, requests in flight and the rule. A key
+  -- second, counts, RTs in milliseconds, requests in flight and the rule. A key
   -- never used gives nil, "no such key".
   function Limiter:stats(key)
     if getmetatable(self) ~= Limiter then return bad_self("stats") end

@@ -4,8 +4,9 @@
 # log (values, rolling), the dashboard in headless Chromium (the numbers it
 # shows, and a screenshot), dry-run visible everywhere, and bad input (bad
 # listen address, unreadable segment, a full disk for the log) — with the
-# limiter working throughout; then finding segments (discover.sh) and keyed
-# tables (keyed.sh).
+# limiter working throughout; then finding segments (discover.sh), one
+# exporter for several segments (export.sh), rules as data (rules.sh) and
+# keyed tables (keyed.sh).
 # Usage: tests/observability/run.sh BUILD_DIR
 set -eu
 . "$(dirname "$0")/lib.sh"
@@ -171,6 +172,12 @@ grep -q "|steady|" "$work/nomhd/n-metrics.log" || fail "swctl log without libmic
 
 echo "--- finding segments: swctl ls, several segments, globs, --all"
 tests/observability/discover.sh "$build"
+
+echo "--- one exporter for a host: several segments, --all, bounded series, NaN"
+tests/observability/export.sh "$build"
+
+echo "--- rules as data: swctl rules get / apply / check"
+tests/observability/rules.sh "$build"
 
 echo "--- keyed tables"
 tests/observability/keyed.sh "$build"

@@ -14,11 +14,13 @@ function el(tag, attrs, text) {
   return e;
 }
 
-function card(res) {
-  let c = cards.get(res.name);
+// A card per resource of a segment: names repeat across segments.
+function card(res, several) {
+  const id = res.segment + "\u0000" + res.name;
+  let c = cards.get(id);
   if (c) return c;
-  const root = el("div", { class: "res", "data-resource": res.name });
-  const h = el("h2", {}, res.name + " ");
+  const root = el("div", { class: "res", "data-resource": res.name, "data-segment": res.segment });
+  const h = el("h2", {}, (several ? res.segment + " / " : "") + res.name + " ");
   const rule = el("span", { class: "rule" });
   h.appendChild(rule);
   const canvas = el("canvas", { width: 900, height: 140 });
@@ -37,7 +39,7 @@ function card(res) {
   root.append(h, canvas, table);
   document.getElementById("resources").appendChild(root);
   c = { root, rule, canvas, row, keyed: res.keyed ? keyedPart(root) : null };
-  cards.set(res.name, c);
+  cards.set(id, c);
   return c;
 }
 
@@ -129,12 +131,12 @@ function draw(canvas, series, now) {
 }
 
 function render(data) {
-  document.getElementById("segment").textContent = data.segment;
+  document.getElementById("segment").textContent = data.segments.join(", ");
   document.getElementById("status").textContent =
     data.resources.length + " resources, updated " + new Date(data.now).toLocaleTimeString();
   document.body.setAttribute("data-updated", String(data.now));
   for (const res of data.resources) {
-    const c = card(res);
+    const c = card(res, data.segments.length > 1);
     c.rule.textContent = "(" + (res.keyed ? "keyed table, " : "") + res.rule + ", limit " +
       res.threshold + (res.keyed ? " per key" : "") + (res.dry_run ? ", dry run" : "") + ")";
     const last = res.series.length ? res.series[res.series.length - 1] : null;

@@ -42,6 +42,7 @@ from ._keyed import KeyDigest, KeyedStats, KeyLimiter, KeyStats, keys_segments
 from ._libsw import ffi, lib
 from ._limiter import RateLimiter, Stats, now_ms
 from ._permit import Permit
+from ._rules import FlowRule, RuleWatcher, limiters_from_file, load_rules, parse_rules
 from ._util import to_bytes_name
 from ._window import LeapArray, Metric, MetricRecord, SlidingView, Window, bucket_type_fields, load_plugin
 
@@ -72,6 +73,7 @@ __all__ = [
     "BlockedError",
     "ClosedError",
     "Error",
+    "FlowRule",
     "KeyDigest",
     "KeyLimiter",
     "KeyStats",
@@ -87,6 +89,7 @@ __all__ = [
     "PluginError",
     "RateLimiter",
     "RegistryFullError",
+    "RuleWatcher",
     "SegmentError",
     "SegmentPermissionError",
     "SlidingView",
@@ -94,8 +97,11 @@ __all__ = [
     "Stats",
     "Window",
     "bucket_type_fields",
+    "limiters_from_file",
     "load_plugin",
+    "load_rules",
     "now_ms",
+    "parse_rules",
     "unlink_segment",
     "use_coarse_clock",
     "version_info",
