@@ -20,6 +20,12 @@
  * Resets are serialised by a robust process-shared mutex taken only on that
  * rare path; a process that dies holding it leaves at most a half-prepared
  * inactive body, which the next locker prepares again (EOWNERDEAD).
+ *
+ * Each handle (process-local) keeps a hint: the start and slot of the
+ * window it last found current. The hot path trusts it only after seeing
+ * the slot still hold that start, so a stale hint (another handle or
+ * process moved the slot on) or a torn one (two threads writing it) costs
+ * the division it saves, never a wrong window.
  */
 #ifndef SW_LEAP_ARRAY_H
 #define SW_LEAP_ARRAY_H

@@ -222,19 +222,19 @@ static inline __attribute__((always_inline)) int64_t sw__fold(const sw_metric *m
   return sw__fold_ex(m, t, ev, max, cur, NULL);
 }
 
-SW_API int64_t sw_metric_sum_at(const sw_metric *m, int64_t t, sw_event event) {
-  SW__METRIC_CHECK(m);
-  SW__CHECK_TIME(t);
-  if ((unsigned)event >= SW_EVENT_COUNT)
-    return sw__fail(SW_ERANGE, "event=%d is not a sw_event", (int)event);
-  return sw__fold(m, t, event, false, NULL);
-}
-
 /* The readers of one event: the fold specialised for it. */
 static inline __attribute__((always_inline)) int64_t sw__sum(const sw_metric *m, int64_t t,
                                                              sw_event event) {
   SW__METRIC_CHECK(m);
   SW__CHECK_TIME(t);
+  return sw__fold(m, t, event, false, NULL);
+}
+
+SW_API int64_t sw_metric_sum_at(const sw_metric *m, int64_t t, sw_event event) {
+  SW__METRIC_CHECK(m);
+  SW__CHECK_TIME(t);
+  if ((unsigned)event >= SW_EVENT_COUNT)
+    return sw__fail(SW_ERANGE, "event=%d is not a sw_event", (int)event);
   return sw__fold(m, t, event, false, NULL);
 }
 
