@@ -197,6 +197,13 @@ int sw_keyed_scan_at(const sw_keyed *k, int64_t t, uint64_t *cursor, sw_keyed_ke
                      uint32_t cap);
 int sw_keyed_top_at(const sw_keyed *k, int64_t t, uint32_t by, sw_keyed_key *out,
                     uint32_t n, int64_t *active);
+
+typedef struct sw_rules sw_rules;
+int sw_rules_parse(sw_rules **out, const char *json, size_t len);
+void sw_rules_free(sw_rules *r);
+uint32_t sw_rules_count(const sw_rules *r);
+int sw_rules_at(const sw_rules *r, uint32_t i, const char **resource, sw_options *opts,
+                int64_t *keyed, int64_t *capacity);
 ]]
 
 -- From libc, to turn a user or group name into the ids a segment is given.
@@ -1209,11 +1216,9 @@ local function build(C, path)
     return apply_rule(self, opts)
   end
 
-  -- The rule of limiter l as options (scratch: a sw_options to fill).
-  local function rule_options(l, scratch)
-    local rc = C.sw_limiter_get_rule(l, scratch)
-    if rc ~= 0 then return nil, errmsg(rc), rc end
-    local rv = rule_values(scratch)
+  -- The rule keys of the sw_options opts as options (those of set_rule).
+  local function options_of(opts)
+    local rv = rule_values(opts)
     local o = {
       behavior = BEHAVIOR_NAMES[rv.behavior], strict = rv.strict ~= 0,
       max_queue = rv.max_queue_ms / 1000, warm_up = rv.warm_up_sec,
@@ -1229,6 +1234,13 @@ local function build(C, path)
       }
     end
     return o
+  end
+
+  -- The rule of limiter l as options (scratch: a sw_options to fill).
+  local function rule_options(l, scratch)
+    local rc = C.sw_limiter_get_rule(l, scratch)
+    if rc ~= 0 then return nil, errmsg(rc), rc end
+    return options_of(scratch)
   end
 
   -- The rule in force for key (nil for a single limiter), as options.
@@ -1428,6 +1440,11 @@ local function build(C, path)
     now_of = now_of,
     bad_lean = bad_lean, BEHAVIOR_NAMES = BEHAVIOR_NAMES,
     N_MAX = N_MAX, T_MAX = T_MAX,
+  })
+  -- flow rules as JSON (libsw/rules.lua)
+  require("libsw.rules")(api, C, {
+    M = M, fail = fail, errmsg = errmsg, show = show, make_options = make_options,
+    options_of = options_of,
   })
   return api
 end

@@ -3,7 +3,7 @@
 --
 --   local kt = assert(libsw.keyed{ qps = 10, capacity = 100000 })  -- segment = "name": shared
 --   local verdict, wait, retry_after, remaining, _, would_block, full = kt:entry(key)
---   kt:exit(key, rt_seconds, failed)
+--   kt:exit(key, rt_ms, failed)
 --   kt:stats()  kt:lookup(key)  kt:top(10, "block")  kt:scan(cursor)
 --
 -- libsw.lua calls the function this file returns once the library is
