@@ -41,6 +41,12 @@ expect 2 "$swctl" list x --nosuch
 grep -q "not an option of swctl list" "$work/err" || fail "--nosuch: $(cat "$work/err")"
 expect 2 "$swctl" list x --top many
 expect 2 "$swctl" log x
+expect 2 "$swctl" rules frob x
+grep -q "rules frob: want get, apply or check" "$work/err" || fail "rules frob: $(cat "$work/err")"
+expect 2 "$swctl" rules apply x
+printf '[{"resource": "a", "count": -1}]' > "$work/bad.json"
+expect 3 "$swctl" rules check "$work/bad.json"
+grep -q 'rule 1 (resource "a"): count' "$work/err" || fail "rules check: $(cat "$work/err")"
 expect 1 "$swctl" list "nosuch-$$"
 grep -q "cannot open segment" "$work/err" || fail "missing segment: $(cat "$work/err")"
 

@@ -519,8 +519,9 @@ static int inspect(const args *a) {
 static int rules(const args *a) {
   const char *what = a->npos ? a->pos[0] : "";
   int want = strcmp(what, "apply") == 0 ? 3 : 2;
+  if (*what == '\0') return usage(a->cmd, "rules get, apply or check?");
   if (strcmp(what, "get") && strcmp(what, "apply") && strcmp(what, "check"))
-    return usage(a->cmd, "rules get, apply or check?");
+    return usage(a->cmd, "rules %s: want get, apply or check", what);
   if (a->npos != want)
     return usage(a->cmd, "rules %s takes %s", what,
                  want == 3 ? "a segment and a file" : strcmp(what, "get") ? "a file" : "a segment");
