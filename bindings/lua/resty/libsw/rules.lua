@@ -139,13 +139,16 @@ return function(_M, h)
       return invalid("watch_rules needs nginx (init_worker_by_lua); call reload_rules elsewhere")
     end
     if ngx.worker.id() ~= 0 then return true end -- one worker is enough: the rules are shared
+    local said -- the last error logged: each one once
     local ok, err = ngx.timer.every(interval, function(premature)
       if premature then return end
       local applied, e = _M.reload_rules(path)
       if applied then
         log(ngx.NOTICE, "libsw: rules of ", path, " applied")
-      elseif applied == nil then
+        said = nil
+      elseif applied == nil and e ~= said then
         log(ngx.ERR, e)
+        said = e
       end
     end)
     if not ok then return nil, "libsw: cannot start the rule watcher: " .. tostring(err) end
