@@ -1,18 +1,17 @@
 """Rules as data: Sentinel's FlowRule JSON list (docs/rules.md).
 
-``load_rules(path)`` reads a file into :class:`FlowRule` objects, each
-checked whole as the C library checks it (``sw_rules_parse``): its fields,
-its options and a limiter made with it. ``limiters_from_file`` makes a
-:class:`RateLimiter` per rule, and :class:`RuleWatcher` re-reads the file
-when it changes and applies the new rules to those limiters — live, in
+``load_rules(path)`` reads a file into :class:`FlowRule` objects, parsed and
+checked by the C library (``sw_rules_parse``, on jansson): the fields and
+messages of ``swctl rules`` and of the Lua binding, each rule checked whole
+(its fields, its options and a limiter made with it). ``limiters_from_file``
+makes a :class:`RateLimiter` per rule, and :class:`RuleWatcher` re-reads the
+file when it changes and applies the new rules to those limiters — live, in
 every process sharing their segment, statistics kept. A file that does not
 parse or names a bad value changes nothing: the error names the rule and
 the field, and the rules in force stay.
 """
 from __future__ import annotations
 
-import json
-import math
 import os
 import threading
 from dataclasses import dataclass
@@ -21,17 +20,11 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Union
 from ._errors import ArgumentError, check
 from ._libsw import ffi, lib
 from ._limiter import RateLimiter
-from ._util import new_options, set_opt
+from ._util import get_opt, new_options, set_opt
 
 __all__ = ["FlowRule", "RuleWatcher", "limiters_from_file", "load_rules", "parse_rules"]
 
 _BEHAVIOR_NAMES = {0: "reject", 1: "warm_up", 2: "pacing", 3: "warm_up_pacing"}
-
-# Sentinel's dashboard fields: ignored, as Sentinel ignores libsw's.
-_IGNORED = {"id", "app", "ip", "port", "gmtCreate", "gmtModified", "refResource", "clusterConfig"}
-_KNOWN = {"resource", "limitApp", "grade", "count", "strategy", "controlBehavior",
-          "warmUpPeriodSec", "maxQueueingTimeMs", "clusterMode", "strict", "dryRun", "keyed",
-          "capacity"} | _IGNORED
 
 
 @dataclass(frozen=True)
@@ -94,98 +87,30 @@ def _invalid(message: str) -> ArgumentError:
     return ArgumentError(message, lib.SW_EINVAL)
 
 
-def _bad(i: int, resource: str, field: str, why: str) -> ArgumentError:
-    return _invalid('rule %d (resource "%s"): %s: %s' % (i, resource, field, why))
-
-
-def _whole(i: int, res: str, rule: Mapping[str, Any], field: str, lo: int, hi: int, default: int) -> int:
-    v = rule.get(field)
-    if v is None:
-        return default
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not float(v).is_integer():
-        raise _bad(i, res, field, "want a whole number in %d..%d" % (lo, hi))
-    if not lo <= v <= hi:
-        raise _bad(i, res, field, "%s is outside %d..%d" % (v, lo, hi))
-    return int(v)
-
-
-def _flag(i: int, res: str, rule: Mapping[str, Any], field: str, default: Any) -> Any:
-    v = rule.get(field)
-    if v is None:
-        return default
-    if not isinstance(v, bool):
-        raise _bad(i, res, field, "want true or false")
-    return v
-
-
-def _rule(i: int, rule: Any) -> FlowRule:
-    if not isinstance(rule, dict):
-        raise _bad(i, "?", "rule", "want a JSON object (a FlowRule)")
-    res = rule.get("resource")
-    if not isinstance(res, str) or not 1 <= len(res.encode()) <= 63 or "\0" in res:
-        raise _bad(i, "?", "resource", "want a name of 1..63 bytes")
-    for field in rule:
-        if field not in _KNOWN:
-            raise _bad(i, res, field, "not a field of a flow rule (Sentinel's FlowRule, or libsw's "
-                       "strict, dryRun, keyed, capacity)")
-    app = rule.get("limitApp")
-    if app is not None and app != "default":
-        raise _bad(i, res, "limitApp", 'libsw limits every caller alike: want "default"')
-    count = rule.get("count")
-    if count is None:
-        raise _bad(i, res, "count", "missing: the threshold")
-    if isinstance(count, bool) or not isinstance(count, (int, float)) or not count >= 0 or math.isinf(count):
-        raise _bad(i, res, "count", "want a number >= 0")
-    strategy = _whole(i, res, rule, "strategy", 0, 2, 0)
-    if strategy:
-        raise _bad(i, res, "strategy", "%d (%s) is not supported: libsw limits each resource by "
-                   "itself (0, direct)" % (strategy, "relate" if strategy == 1 else "chain"))
-    capacity = _whole(i, res, rule, "capacity", 1, 1 << 28, 0)
-    r = FlowRule(
-        resource=res, count=float(count), grade=_whole(i, res, rule, "grade", 0, 1, 1),
-        control_behavior=_whole(i, res, rule, "controlBehavior", 0, 3, 0),
-        warm_up_period_sec=_whole(i, res, rule, "warmUpPeriodSec", 1, 86400, 10),
-        max_queueing_time_ms=_whole(i, res, rule, "maxQueueingTimeMs", 0, 86400000, 500),
-        cluster_mode=_flag(i, res, rule, "clusterMode", False),
-        strict=_flag(i, res, rule, "strict", True), dry_run=_flag(i, res, rule, "dryRun", False),
-        keyed=_flag(i, res, rule, "keyed", None), capacity=capacity or None)
-    try:
-        o = r.options()
-        if r.keyed is not True and not r.cluster_mode:  # what a limiter refuses, refused now
-            p = ffi.new("sw_limiter **")
-            check(lib.sw_limiter_create(p, o))
-            lib.sw_limiter_free(p[0])
-    except ArgumentError as e:
-        raise _invalid('rule %d (resource "%s"): %s' % (i, res, e)) from None
-    return r
-
-
 def parse_rules(text: Union[str, bytes]) -> List[FlowRule]:
     """The rules of a FlowRule JSON list; :class:`ArgumentError` naming the
-    rule and the field (or where the JSON breaks) for a bad one."""
-    def no_duplicates(pairs: List[Any]) -> Dict[str, Any]:
-        d: Dict[str, Any] = {}
-        for k, v in pairs:
-            if k in d:
-                raise _invalid("rules: not JSON: duplicate object key %r" % k)
-            d[k] = v
-        return d
-    try:
-        data = json.loads(text, object_pairs_hook=no_duplicates)
-    except ValueError as e:
-        if isinstance(e, ArgumentError):
-            raise
-        raise _invalid("rules: not JSON: %s" % e) from None
-    if not isinstance(data, list):
-        raise _invalid("rules: want a JSON array of flow rules (Sentinel's FlowRule list)")
-    rules, seen = [], {}
-    for i, item in enumerate(data, 1):
-        r = _rule(i, item)
-        if r.resource in seen:
-            raise _invalid('rule %d: resource "%s" already has rule %d' % (i, r.resource, seen[r.resource]))
-        seen[r.resource] = i
-        rules.append(r)
-    return rules
+    rule and the field (or where the JSON breaks) for a bad one
+    (:class:`AlreadyExistsError` for a resource with two rules,
+    :class:`NotSupportedError` from a libsw built without jansson)."""
+    data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+    p = ffi.new("sw_rules **")
+    check(lib.sw_rules_parse(p, data, len(data)))
+    rules = ffi.gc(p[0], lib.sw_rules_free)
+    o = new_options()
+    res, keyed, capacity = ffi.new("const char **"), ffi.new("int64_t *"), ffi.new("int64_t *")
+    out = []
+    for i in range(lib.sw_rules_count(rules)):
+        check(lib.sw_rules_at(rules, i, res, o, keyed, capacity))
+        out.append(FlowRule(
+            resource=ffi.string(res[0]).decode("utf-8"), count=get_opt(o, lib.SW_OPT_THRESHOLD),
+            grade=int(get_opt(o, lib.SW_OPT_GRADE)),
+            control_behavior=int(get_opt(o, lib.SW_OPT_BEHAVIOR)),
+            warm_up_period_sec=int(get_opt(o, lib.SW_OPT_WARM_UP_SEC)),
+            max_queueing_time_ms=int(get_opt(o, lib.SW_OPT_MAX_QUEUE_MS)),
+            cluster_mode=bool(get_opt(o, lib.SW_OPT_CLUSTER)),
+            strict=bool(get_opt(o, lib.SW_OPT_STRICT)), dry_run=bool(get_opt(o, lib.SW_OPT_DRY_RUN)),
+            keyed=None if keyed[0] < 0 else bool(keyed[0]), capacity=int(capacity[0]) or None))
+    return out
 
 
 def load_rules(path: Union[str, "os.PathLike[str]"]) -> List[FlowRule]:
