@@ -156,11 +156,13 @@ static int sw__int_field(const sw__ctx *c, json_t *o, const char *field, int64_t
   json_t *v = json_object_get(o, field);
   *out = def;
   if (v == NULL || json_is_null(v)) return SW_OK; /* Sentinel's dashboard writes nulls */
-  double d = json_is_integer(v) ? (double)json_integer_value(v) : json_is_real(v) ? json_real_value(v) : -1e300;
-  if (!json_is_number(v) || d != (double)(int64_t)d)
+  if (!json_is_number(v))
     return SW__BAD(c, field, "want a whole number in %lld..%lld", (long long)lo, (long long)hi);
-  if (d < (double)lo || d > (double)hi)
+  double d = json_number_value(v);
+  if (!(d >= (double)lo && d <= (double)hi)) /* before the cast: 1e300 has no int64_t */
     return SW__BAD(c, field, "%.17g is outside %lld..%lld", d, (long long)lo, (long long)hi);
+  if (d != (double)(int64_t)d)
+    return SW__BAD(c, field, "want a whole number in %lld..%lld", (long long)lo, (long long)hi);
   *out = (int64_t)d;
   return SW_OK;
 }
@@ -307,7 +309,7 @@ static json_t *sw__rule_json(const sw__rule_item *it) {
   json_object_set_new(o, "resource", json_string(it->resource));
   json_object_set_new(o, "limitApp", json_string("default"));
   json_object_set_new(o, "grade", json_integer(grade));
-  json_object_set_new(o, "count", count == (double)(int64_t)count && count < 9e15
+  json_object_set_new(o, "count", count < 9e15 && count == (double)(int64_t)count
                                       ? json_integer((json_int_t)count) : json_real(count));
   json_object_set_new(o, "strategy", json_integer(0));
   json_object_set_new(o, "controlBehavior", json_integer(behavior));

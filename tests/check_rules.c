@@ -117,6 +117,9 @@ START_TEST(test_bad_lists_name_rule_and_field) {
        "rule 2: resource \"a\" already has rule 1"},
       {"[{\"resource\": \"a\", \"count\": 1, \"count\": 2}]", "duplicate"},
       {"[{\"resource\": \"\", \"count\": 1}]", "rule 1 (resource \"?\"): resource: want a name"},
+      {"[{\"resource\": \"a\", \"count\": 1, \"grade\": 1e300}]", "grade: 1.0000000000000001e+300 is outside 0..1"},
+      {"[{\"resource\": \"a\", \"count\": 1, \"warmUpPeriodSec\": -1e300}]", "warmUpPeriodSec: -1"},
+      {"[{\"resource\": \"a\", \"count\": 1e300}]", "rule 1 (resource \"a\"): count:"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     sw_rules *r = (sw_rules *)&r;
