@@ -22,7 +22,7 @@
 local libsw = require "libsw"
 
 local type, pairs, ipairs, tostring = type, pairs, ipairs, tostring
-local open, concat = io.open, table.concat
+local open, concat, find = io.open, table.concat, string.find
 
 -- Options of define() a rule file cannot share between its limits.
 local PER_RULE = { segment = true, qps = true, concurrency = true }
@@ -71,7 +71,8 @@ return function(_M, h)
   -- to all (those of define() but segment, qps and concurrency: each limit
   -- has its own segment, "libsw_<resource>", and the file gives the rule).
   -- Returns a table name -> Limit, or nil, message, code; nothing is
-  -- defined when the file does not parse or names a bad value.
+  -- defined when the file does not parse, names a bad value or a resource
+  -- that is no limit name.
   function _M.define_from_file(path, common)
     common = common or {}
     if type(common) ~= "table" then return invalid("options must be a table") end
@@ -82,6 +83,12 @@ return function(_M, h)
     end
     local rules, text, code = read(path)
     if not rules then return nil, text, code end
+    for i, rule in ipairs(rules) do -- what define() would refuse, before the first one
+      if not find(rule.resource, "^[%w_.%-]+$") or #rule.resource > 40 then
+        return invalid(('%s: rule %d (resource "%s"): resource: a limit\'s name takes 1..40 '
+          .. "characters of [A-Za-z0-9_.-]"):format(path, i, rule.resource))
+      end
+    end
     local made = {}
     for i, rule in ipairs(rules) do
       local lim, err
@@ -89,11 +96,7 @@ return function(_M, h)
       if not lim then return nil, path .. ": rule " .. i .. ": " .. err, code end
       local why = refused(lim, i, rule)
       if why then return invalid(path .. ": " .. why) end
-      -- in a segment that exists, define() keeps the rule there: the file's now
-      local ok
-      ok, err, code = lim.lim:set_rule(rule.options)
-      if not ok then return nil, path .. ": rule " .. i .. ": " .. err, code end
-      made[rule.resource] = lim
+      made[rule.resource] = lim -- define() put the rule in force, in a segment that exists too
     end
     texts[path] = text
     return made
