@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "keyed/keyed.h"
 #include "registry.h"
 #include "shm.h"
 
@@ -74,11 +75,12 @@ SW_API int sw_segment_open(sw_segment **out, const char *name, uint32_t capacity
   *out = NULL;
   SW__CHECK_NULL(name, "segment name");
   const bool readonly = flags & SW_SEGMENT_READONLY;
+  const bool any = readonly || (flags & SW_SEGMENT_ATTACH); /* whatever its configuration */
   sw__seg_config cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.capacity = capacity;
   int rc;
-  if (!readonly) {
+  if (!any) {
     if (capacity == 0 || capacity > (1u << 24))
       return sw__fail(SW_ESIZE, "capacity=%u is outside 1..%u", capacity, 1u << 24);
     if ((rc = sw__node_geom_from(opts, &cfg.geom)) < 0 || (rc = sw__rule_from(opts, &cfg.rule)) < 0)
@@ -90,7 +92,7 @@ SW_API int sw_segment_open(sw_segment **out, const char *name, uint32_t capacity
   sw_segment *seg = sw__calloc(1, sizeof *seg);
   if (seg == NULL) return sw__fail(SW_ENOMEM, "segment");
   const sw__shm_kind kind = sw__seg_kind();
-  rc = sw__shm_open(&seg->shm, name, flags, opts, &kind, readonly ? NULL : &cfg, sizeof cfg);
+  rc = sw__shm_open(&seg->shm, name, flags, opts, &kind, any ? NULL : &cfg, sizeof cfg);
   if (rc == SW_OK) {
     seg->reg.shared = true;
     seg->reg.readonly = readonly;
@@ -134,4 +136,28 @@ SW_API int64_t sw_segment_size(const sw_segment *seg) {
 
 SW_API int sw_segment_created(const sw_segment *seg) {
   return seg ? seg->shm.created : sw__fail(SW_ENULL, "segment is NULL");
+}
+
+SW_API int sw_segment_probe(const char *name, sw_segment_info *out) {
+  SW__CHECK_NULL(name, "segment name");
+  SW__CHECK_NULL(out, "out");
+  memset(out, 0, sizeof *out);
+  sw__shm_hdr h;
+  uint64_t size = 0;
+  uint32_t uid = 0;
+  int rc = sw__shm_peek(name, &h, &size, &uid);
+  if (rc < 0) return rc;
+  uint32_t capacity;
+  memcpy(&capacity, h.config, sizeof capacity); /* every kind's configuration starts with it */
+  out->kind = h.kind == SW__SHM_REGISTRY || h.kind == SW__SHM_KEYED ? h.kind : 0;
+  out->ready = h.state == SW__SHM_READY;
+  out->current = (h.kind == SW__SHM_REGISTRY && h.fingerprint == sw__fingerprint()) ||
+                 (h.kind == SW__SHM_KEYED && h.fingerprint == sw__kt_fingerprint());
+  out->creator_pid = h.creator_pid;
+  out->owner_uid = uid;
+  out->capacity = out->ready ? capacity : 0;
+  out->layout = h.fingerprint;
+  out->size = (int64_t)size;
+  out->created_unix_ms = h.created_unix_ms;
+  return SW_OK;
 }

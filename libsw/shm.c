@@ -17,7 +17,8 @@
 #include "shm.h"
 
 #define SW__SHM_FLAGS \
-  (SW_SEGMENT_CREATE | SW_SEGMENT_RESET | SW_SEGMENT_READONLY | SW_SEGMENT_FOLLOW)
+  (SW_SEGMENT_CREATE | SW_SEGMENT_RESET | SW_SEGMENT_READONLY | SW_SEGMENT_FOLLOW | \
+   SW_SEGMENT_ATTACH)
 
 static uint64_t sw__shm_hdr_size(void) { return sw__round_up(sizeof(sw__shm_hdr), SW_CACHE_LINE); }
 
@@ -235,7 +236,9 @@ int sw__shm_open(sw__shm *out, const char *name, uint32_t flags, const sw_option
                  const sw__shm_kind *k, const void *config, uint32_t config_len) {
   memset(out, 0, sizeof *out);
   const bool readonly = flags & SW_SEGMENT_READONLY, follow = flags & SW_SEGMENT_FOLLOW;
-  const bool create = !readonly && (flags & (SW_SEGMENT_CREATE | SW_SEGMENT_RESET));
+  /* attach: read-write, to what exists whatever its configuration (config NULL) */
+  const bool attach = !readonly && (flags & SW_SEGMENT_ATTACH);
+  const bool create = !readonly && !attach && (flags & (SW_SEGMENT_CREATE | SW_SEGMENT_RESET));
   if (flags & ~SW__SHM_FLAGS) return sw__fail(SW_EINVAL, "unknown segment flags 0x%x", flags);
   int rc = sw__shm_check_name(name);
   if (rc < 0) return rc;
@@ -245,14 +248,14 @@ int sw__shm_open(sw__shm *out, const char *name, uint32_t flags, const sw_option
   sw_options_get(opts, SW_OPT_SEGMENT_GID, &gid);
   sw_options_get(opts, SW_OPT_SEGMENT_MAX_MB, &max_mb);
   uint64_t size = 0;
-  if (!readonly) {
+  if (!readonly && !attach) {
     size = sw__shm_hdr_size() + k->body_size(config);
     if (size > (uint64_t)max_mb << 20)
       return sw__fail(SW_ESIZE, "a %s of %llu MiB is larger than SW_OPT_SEGMENT_MAX_MB=%lld: "
                       "raise it to create a segment this large", k->what,
                       (unsigned long long)((size + (1u << 20) - 1) >> 20), (long long)max_mb);
   }
-  if ((flags & SW_SEGMENT_RESET) && !readonly && (rc = sw_segment_unlink(name)) < 0) return rc;
+  if ((flags & SW_SEGMENT_RESET) && !readonly && !attach && (rc = sw_segment_unlink(name)) < 0) return rc;
 
   /* Refuse what is not a regular file before opening it (a device's open can
    * have effects); the descriptor is checked again below. */
@@ -335,10 +338,10 @@ int sw__shm_open(sw__shm *out, const char *name, uint32_t flags, const sw_option
       rc = sw__fail(SW_EIO, "cannot map segment %s: %s", name, strerror(errno));
       goto fail;
     }
-    rc = sw__shm_validate(map, have, k, readonly ? NULL : config, name);
+    rc = sw__shm_validate(map, have, k, readonly || attach ? NULL : config, name);
     char boot[40];
     sw__boot_id(boot);
-    if (rc == SW_OK && !readonly && boot[0] && strncmp(boot, probe.boot_id, sizeof boot) != 0) {
+    if (rc == SW_OK && !readonly && !attach && boot[0] && strncmp(boot, probe.boot_id, sizeof boot) != 0) {
       munmap(map, have);
       fresh = true;
     } else if (rc < 0) {
@@ -359,6 +362,33 @@ fail:
   if (created) sw_segment_unlink(name); /* ours, still locked: leave nothing behind */
   close(fd);
   memset(out, 0, sizeof *out);
+  return rc;
+}
+
+int sw__shm_peek(const char *name, sw__shm_hdr *out, uint64_t *size, uint32_t *uid) {
+  int rc = sw__shm_check_name(name);
+  if (rc < 0) return rc;
+  char path[4096 + 16];
+  sw__shm_path(name, path, sizeof path);
+  struct stat st;
+  if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
+    return sw__fail(SW_EFOREIGN, "%s is %s, not a segment", path, sw__file_type(st.st_mode));
+  int fd = sw__shm_fd(name, O_RDONLY, 0, false);
+  if (fd < 0) return sw__shm_open_error(name, errno);
+  ssize_t n = -1;
+  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+    rc = sw__fail(SW_EFOREIGN, "%s is not a regular file", path);
+  } else if ((n = pread(fd, out, sizeof *out, 0)) != (ssize_t)sizeof *out) {
+    rc = n < 0 ? sw__fail(SW_EIO, "cannot read %s: %s", path, strerror(errno))
+               : sw__fail(SW_EFOREIGN, "%s is not a libsw segment (%lld bytes)", path,
+                          (long long)st.st_size);
+  } else if (out->magic != SW__SHM_MAGIC) {
+    rc = sw__fail(SW_EFOREIGN, "%s is not a libsw segment (magic 0x%016llx)", path,
+                  (unsigned long long)out->magic);
+  }
+  *size = (uint64_t)st.st_size;
+  *uid = (uint32_t)st.st_uid;
+  close(fd);
   return rc;
 }
 

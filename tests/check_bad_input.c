@@ -2469,6 +2469,130 @@ static void bad_sw_breaker_get_rule(void) {
   EXPECT(sw_breaker_get_rule(breaker_with(NULL), NULL), SW_ENULL);
 }
 
+static void bad_sw_segment_probe(void) {
+  sw_segment_info in;
+  EXPECT(sw_segment_probe(NULL, &in), SW_ENULL);
+  EXPECT(sw_segment_probe("x", NULL), SW_ENULL);
+  EXPECT(sw_segment_probe("", &in), SW_ERANGE);
+  EXPECT(sw_segment_probe(NAME1000, &in), SW_ERANGE);
+  char name[80], path[256];
+  shm_name(name, sizeof name, "probe-missing");
+  EXPECT(sw_segment_probe(name, &in), SW_ENOTFOUND);
+  /* not libsw's: a directory, an empty file, a file of other bytes */
+  file_name(path, sizeof path, "probe-dir");
+  ck_assert_int_eq(mkdir(path, 0700), 0);
+  EXPECT(sw_segment_probe(path, &in), SW_EFOREIGN);
+  rmdir(path);
+  file_name(path, sizeof path, "probe-file");
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fclose(f);
+  EXPECT(sw_segment_probe(path, &in), SW_EFOREIGN);
+  f = fopen(path, "w");
+  for (int i = 0; i < 4096; i++) fputc('x', f);
+  fclose(f);
+  EXPECT(sw_segment_probe(path, &in), SW_EFOREIGN);
+  unlink(path);
+  /* a segment: its header */
+  sw_segment *seg = NULL;
+  ck_assert_int_eq(sw_segment_open(&seg, name, 3, NULL, SW_SEGMENT_RESET), SW_OK);
+  sw_segment_close(seg);
+  EXPECT_OK(sw_segment_probe(name, &in));
+  ck_assert_uint_eq(in.kind, SW_SEGMENT_KIND_REGISTRY);
+  ck_assert_uint_eq(in.capacity, 3);
+  ck_assert(in.ready && in.current && in.creator_pid == (uint32_t)getpid() && in.size > 0);
+  sw_segment_unlink(name);
+}
+
+/* ========================================================== rules as data */
+
+static void bad_sw_rules_parse(void) {
+  sw_rules *r = (sw_rules *)1;
+  EXPECT(sw_rules_parse(NULL, "[]", 2), SW_ENULL);
+  EXPECT(sw_rules_parse(&r, NULL, 0), SW_ENULL);
+  ck_assert_ptr_null(r);
+  EXPECT(sw_rules_parse(&r, "", 0), SW_EINVAL);
+  EXPECT(sw_rules_parse(&r, "[", 1), SW_EINVAL);
+  EXPECT(sw_rules_parse(&r, "{}", 2), SW_EINVAL);                      /* not a list */
+  EXPECT(sw_rules_parse(&r, "[1]", 3), SW_EINVAL);                     /* not an object */
+  EXPECT(sw_rules_parse(&r, "[{\"count\":1}]", 13), SW_EINVAL);        /* no resource */
+  EXPECT(sw_rules_parse(&r, "[{\"resource\":\"a\"}]", 16), SW_EINVAL); /* no count */
+  const char *bad[] = {
+      "[{\"resource\":\"a\",\"count\":-1}]",
+      "[{\"resource\":\"a\",\"count\":\"1\"}]",
+      "[{\"resource\":\"a\",\"count\":1,\"grade\":2}]",
+      "[{\"resource\":\"a\",\"count\":1,\"grade\":0.5}]",
+      "[{\"resource\":\"a\",\"count\":1,\"controlBehavior\":4}]",
+      "[{\"resource\":\"a\",\"count\":1,\"strategy\":2}]",
+      "[{\"resource\":\"a\",\"count\":1,\"limitApp\":\"appA\"}]",
+      "[{\"resource\":\"a\",\"count\":1,\"dryRun\":1}]",
+      "[{\"resource\":\"a\",\"count\":1,\"nosuch\":1}]",
+      "[{\"resource\":\"a\",\"count\":1,\"count\":2}]",
+      "[{\"resource\":\"\",\"count\":1}]",
+      "[{\"resource\":\"a\",\"count\":1},{\"resource\":\"a\",\"count\":2}]",
+      "[{\"resource\":\"a\",\"count\":1,\"grade\":0,\"controlBehavior\":1}]",
+  };
+  for (size_t i = 0; i < NELEM(bad); i++) {
+    int rc = sw_rules_parse(&r, bad[i], strlen(bad[i]));
+    ck_assert_msg(rc < 0 && r == NULL, "%s accepted", bad[i]);
+    ck_assert_msg(strstr(sw_last_error(), "rule ") != NULL || strstr(sw_last_error(), "line 1"),
+                  "%s: %s", bad[i], sw_last_error()); /* the rule, or where the JSON breaks */
+  }
+  EXPECT_OK(sw_rules_parse(&r, "[]", 2));
+  ck_assert_uint_eq(sw_rules_count(r), 0);
+  sw_rules_free(r);
+}
+
+static void bad_sw_rules_create(void) { EXPECT(sw_rules_create(NULL), SW_ENULL); }
+
+static void bad_sw_rules_free(void) { sw_rules_free(NULL); }
+
+static void bad_sw_rules_count(void) {
+  ck_assert_uint_eq(sw_rules_count(NULL), 0);
+  ck_assert_ptr_nonnull(strstr(sw_last_error(), "NULL"));
+}
+
+static void bad_sw_rules_add(void) {
+  sw_rules *r;
+  ck_assert_int_eq(sw_rules_create(&r), SW_OK);
+  EXPECT(sw_rules_add(NULL, "a", NULL, -1, 0), SW_ENULL);
+  EXPECT(sw_rules_add(r, NULL, NULL, -1, 0), SW_ENULL);
+  EXPECT(sw_rules_add(r, "", NULL, -1, 0), SW_ERANGE);
+  EXPECT(sw_rules_add(r, NAME1000, NULL, -1, 0), SW_ERANGE);
+  EXPECT(sw_rules_add(r, "a", NULL, 2, 0), SW_ERANGE);
+  EXPECT(sw_rules_add(r, "a", NULL, -1, -1), SW_ERANGE);
+  EXPECT_OK(sw_rules_add(r, "a", NULL, -1, 0));
+  EXPECT(sw_rules_add(r, "a", NULL, -1, 0), SW_EEXIST);
+  ck_assert_uint_eq(sw_rules_count(r), 1);
+  sw_rules_free(r);
+}
+
+static void bad_sw_rules_at(void) {
+  sw_rules *r;
+  ck_assert_int_eq(sw_rules_create(&r), SW_OK);
+  const char *res;
+  EXPECT(sw_rules_at(NULL, 0, &res, NULL, NULL, NULL), SW_ENULL);
+  EXPECT(sw_rules_at(r, 0, &res, NULL, NULL, NULL), SW_ERANGE);
+  EXPECT_OK(sw_rules_add(r, "a", NULL, -1, 0));
+  EXPECT_OK(sw_rules_at(r, 0, NULL, NULL, NULL, NULL));
+  EXPECT(sw_rules_at(r, 1, &res, NULL, NULL, NULL), SW_ERANGE);
+  sw_rules_free(r);
+}
+
+static void bad_sw_rules_json(void) {
+  sw_rules *r;
+  char buf[8];
+  EXPECT(sw_rules_json(NULL, buf, sizeof buf), SW_ENULL);
+  ck_assert_int_eq(sw_rules_create(&r), SW_OK);
+  EXPECT(sw_rules_json(r, NULL, 4), SW_ENULL);
+  EXPECT_OK(sw_rules_add(r, "a", NULL, -1, 0));
+  int64_t n = sw_rules_json(r, NULL, 0);
+  ck_assert_int_gt(n, 10);
+  ck_assert_int_eq(sw_rules_json(r, buf, sizeof buf), n); /* truncated, terminated */
+  ck_assert_uint_eq(strlen(buf), sizeof buf - 1);
+  sw_rules_free(r);
+}
+
 /* ============================================================ keyed table */
 
 static void free_keyed(void *p) { sw_keyed_free(p); }
@@ -3177,6 +3301,14 @@ static const entry table[] = {
     E(sw_keyed_scan_at),
     E(sw_keyed_top_at),
     E(sw_segment_unlink),
+    E(sw_segment_probe),
+    E(sw_rules_parse),
+    E(sw_rules_create),
+    E(sw_rules_free),
+    E(sw_rules_count),
+    E(sw_rules_add),
+    E(sw_rules_at),
+    E(sw_rules_json),
     E(sw_registry_set_rule),
     E(sw_limiter_set_dry_run),
     E(sw_node_would_block_qps_at),

@@ -3,7 +3,8 @@
  * (swctl_keyed_show.c),
  * the HTTP server on libmicrohttpd (swctl_http.c), the Prometheus
  * exposition (swctl_prom.c), Sentinel's metric log (swctl_log.c) and the
- * dashboard (swctl_dashboard.c, serving tools/dashboard/, compiled in).
+ * dashboard (swctl_dashboard.c, serving tools/dashboard/, compiled in),
+ * finding segments (swctl_ls.c), flow rules as JSON (swctl_rules.c).
  *
  * Threads: the main thread polls the segment and writes the metric log;
  * swctl serve's HTTP thread only reads what the last poll left, under
@@ -33,7 +34,8 @@ typedef struct swctl_resource {
   int64_t folded_ms; /* monotonic start of the last second folded in */
   /* totals since swctl started (Prometheus counters) */
   int64_t pass, block, would_block, success, exception, occupied, rt;
-  /* gauges, read at the last poll */
+  /* gauges, read at the last poll; min_rt NaN when no request completed
+   * in the window (libsw's "no sample" value is not a response time) */
   double pass_qps, block_qps, would_block_qps, avg_rt, min_rt, threshold;
   int64_t concurrency, waiting, grade, behavior, dry_run;
   swctl_second history[SWCTL_HISTORY];
@@ -66,12 +68,22 @@ typedef struct swctl_keyed {
 } swctl_keyed;
 
 typedef struct swctl {
-  sw_segment *seg;    /* NULL for a keyed table or a breaker */
+  sw_segment *seg;    /* NULL for a keyed table, a breaker, and a host (below) */
   swctl_keyed *keyed; /* NULL for a registry */
   sw_breaker *breaker; /* a circuit breaker's segment (swctl_breaker.c), else NULL */
   sw_breaker_info binfo; /* ... read at the last poll, at bnow (monotonic ms) */
   int64_t bnow;
   const char *segment_name;
+  /* Several segments served at once (swctl serve A B, --all): a host — a
+   * swctl with neither seg nor keyed, which holds the lock, the generation
+   * and the rescan — heads a chain of one swctl per segment. swctl_run,
+   * swctl_prometheus and swctl_api_series go along the chain from the
+   * swctl they are given; only the main thread adds to it, under lock. */
+  struct swctl *next;
+  /* --all: every few seconds, the segments that appeared, opened (a chain,
+   * or NULL); swctl_run appends them under the lock */
+  struct swctl *(*rescan)(struct swctl *host);
+  void *rescan_user;
   swctl_resource *res;
   int nres, capres;
   int64_t wall_offset; /* unix ms - monotonic ms, at the last poll */
@@ -89,6 +101,11 @@ typedef struct swctl {
 
 const char *swctl_rule_name(int64_t grade, int64_t behavior);
 
+/* A host heads a chain of segments and is none itself. */
+static inline int swctl_is_host(const swctl *c) {
+  return c->seg == NULL && c->keyed == NULL && c->breaker == NULL;
+}
+
 /* swctl_collect.c */
 /* A registry segment, a keyed table (topn keys in its top lists), or a
  * circuit breaker. */
@@ -104,7 +121,10 @@ int swctl_readable(const swctl_resource *r);
 int64_t swctl_clock(swctl *c);
 /* A second of resource i: into its history, and to on_second after the poll. */
 void swctl_add_second(swctl *c, int i, const swctl_second *s);
-/* Poll once a second until *stop, or for seconds (< 0: forever), calling
+/* A host for several segments (see struct swctl). */
+void swctl_host(swctl *c);
+/* Poll c and every swctl chained after it once a second until *stop, or for
+ * seconds (< 0: forever), calling
  * tick(user) about every 100 ms in between (tick may be NULL). Each poll
  * holds c->lock (when set) for writing; on_second runs after it is
  * released, so a slow metric log never holds up a reader. */
@@ -150,6 +170,7 @@ void swctl_breaker_print(swctl *c, FILE *out);
 int swctl_breaker_dump(swctl *c);
 /* The breaker's members of a JSON object. */
 void swctl_breaker_json(swctl *c, swctl_buf *b);
+/* The breakers' series, of every breaker along the chain from c. */
 void swctl_breaker_series(swctl *c, swctl_buf *b);
 
 /* swctl_log.c */
@@ -193,6 +214,27 @@ void swctl_keyed_print(swctl *c, FILE *out);
 int swctl_keyed_dump(swctl *c);
 /* The table's members of a JSON object (rule, totals, keys, top lists). */
 void swctl_keyed_json(swctl *c, swctl_buf *b);
+
+/* swctl_ls.c: segments found by their header (sw_segment_probe) */
+typedef struct swctl_list {
+  char **names; /* shared memory names (in /dev/shm) or paths; owned */
+  int n, cap;
+} swctl_list;
+/* Add name (taken, freed if already there): 0, or -1 out of memory. */
+int swctl_list_add(swctl_list *l, char *name);
+void swctl_list_free(swctl_list *l);
+/* The segments args name, in order: a name or a path as it is; a glob
+ * (*, ?, [) the libsw segments it matches — in /dev/shm without a '/',
+ * else as a path; with all, first every libsw segment of /dev/shm.
+ * 0, or -1 (said on stderr). */
+int swctl_find(const char *const *args, int nargs, int all, swctl_list *out);
+/* swctl ls: the libsw segments of dirs (none: /dev/shm) as a table or
+ * JSON; the exit status. */
+int swctl_ls(const char *const *dirs, int ndirs, int json);
+
+/* swctl_rules.c: what "get", "apply" (file) or "check" (segment is the
+ * file); the exit status (3: the rules were refused, nothing changed). */
+int swctl_rules(const char *what, const char *segment, const char *file);
 
 /* swctl_dashboard.c */
 void swctl_api_series(swctl *c, swctl_buf *b);

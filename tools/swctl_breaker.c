@@ -82,45 +82,67 @@ static void labels(swctl_buf *b, const char *segment, const char *name, const ch
   swctl_append(b, "\"}", 2);
 }
 
-static void series(swctl *c, swctl_buf *b, const char *metric, const char *help, int counter,
-                   double value) {
-  swctl_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s", metric, help, metric,
-               counter ? "counter" : "gauge", metric);
-  labels(b, c->segment_name, NULL, NULL);
-  swctl_printf(b, " %.17g\n", value);
+static void header(swctl_buf *b, const char *metric, const char *help, int counter) {
+  swctl_printf(b, "# HELP %s %s\n# TYPE %s %s\n", metric, help, metric,
+               counter ? "counter" : "gauge");
 }
 
-void swctl_breaker_series(swctl *c, swctl_buf *b) {
-  const sw_breaker_info *in = &c->binfo;
-  swctl_printf(b, "# HELP libsw_breaker_state 1 for the breaker's current state.\n"
-                  "# TYPE libsw_breaker_state gauge\n");
-  for (int s = 0; s < 3; s++) {
-    swctl_printf(b, "libsw_breaker_state");
-    labels(b, c->segment_name, "state", states[s]);
-    swctl_printf(b, " %d\n", in->state == s);
+/* One family: a series for each breaker of the chain, value(info, now). */
+static void family(swctl *c, swctl_buf *b, const char *metric, const char *help, int counter,
+                   double (*value)(const swctl *)) {
+  header(b, metric, help, counter);
+  for (swctl *s = c; s; s = s->next) {
+    if (s->breaker == NULL) continue;
+    swctl_printf(b, "%s", metric);
+    labels(b, s->segment_name, NULL, NULL);
+    swctl_printf(b, " %.17g\n", value(s));
   }
-  swctl_printf(b, "# HELP libsw_breaker_transitions_total State changes, by all processes.\n"
-                  "# TYPE libsw_breaker_transitions_total counter\n");
+}
+
+static double requests(const swctl *s) { return (double)s->binfo.total; }
+static double bad(const swctl *s) { return (double)s->binfo.bad; }
+static double ratio(const swctl *s) { return s->binfo.ratio; }
+static double next_probe(const swctl *s) { return (double)probe_in(s) / 1000.0; }
+static double in_flight(const swctl *s) { return (double)s->binfo.probes_in_flight; }
+static double probes(const swctl *s) { return (double)s->binfo.probes; }
+static double lost(const swctl *s) { return (double)s->binfo.probes_lost; }
+static double blocked(const swctl *s) { return (double)s->binfo.blocked; }
+
+void swctl_breaker_series(swctl *c, swctl_buf *b) {
+  int any = 0;
+  for (swctl *s = c; s; s = s->next) any |= s->breaker != NULL;
+  if (!any) return;
+  header(b, "libsw_breaker_state", "1 for the breaker's current state.", 0);
+  for (swctl *s = c; s; s = s->next)
+    for (int k = 0; s->breaker && k < 3; k++) {
+      swctl_printf(b, "libsw_breaker_state");
+      labels(b, s->segment_name, "state", states[k]);
+      swctl_printf(b, " %d\n", s->binfo.state == k);
+    }
+  header(b, "libsw_breaker_transitions_total", "State changes, by all processes.", 1);
   static const char *const moves[] = {"closed_to_open", "open_to_half_open", "half_open_to_closed",
                                       "half_open_to_open"};
-  const int64_t counts[] = {in->opened, in->half_opened, in->closed, in->reopened};
-  for (int k = 0; k < 4; k++) {
-    swctl_printf(b, "libsw_breaker_transitions_total");
-    labels(b, c->segment_name, "transition", moves[k]);
-    swctl_printf(b, " %lld\n", (long long)counts[k]);
+  for (swctl *s = c; s; s = s->next) {
+    if (s->breaker == NULL) continue;
+    const sw_breaker_info *in = &s->binfo;
+    const int64_t counts[] = {in->opened, in->half_opened, in->closed, in->reopened};
+    for (int k = 0; k < 4; k++) {
+      swctl_printf(b, "libsw_breaker_transitions_total");
+      labels(b, s->segment_name, "transition", moves[k]);
+      swctl_printf(b, " %lld\n", (long long)counts[k]);
+    }
   }
-  series(c, b, "libsw_breaker_requests", "Completions in the stat interval.", 0,
-         (double)in->total);
-  series(c, b, "libsw_breaker_bad_requests", "Slow or failed completions in the stat interval.",
-         0, (double)in->bad);
-  series(c, b, "libsw_breaker_bad_ratio", "Slow or failed completions over all, in the interval.",
-         0, in->ratio);
-  series(c, b, "libsw_breaker_next_probe_seconds", "Time until the next probe while open.", 0,
-         (double)probe_in(c) / 1000.0);
-  series(c, b, "libsw_breaker_probes_in_flight", "Probes let through and not ended (half-open).",
-         0, (double)in->probes_in_flight);
-  series(c, b, "libsw_breaker_probes_total", "Probes let through.", 1, (double)in->probes);
-  series(c, b, "libsw_breaker_lost_probes_total", "Probes whose timeout passed before they ended.",
-         1, (double)in->probes_lost);
-  series(c, b, "libsw_breaker_blocked_total", "Entries refused.", 1, (double)in->blocked);
+  family(c, b, "libsw_breaker_requests", "Completions in the stat interval.", 0, requests);
+  family(c, b, "libsw_breaker_bad_requests", "Slow or failed completions in the stat interval.",
+         0, bad);
+  family(c, b, "libsw_breaker_bad_ratio", "Slow or failed completions over all, in the interval.",
+         0, ratio);
+  family(c, b, "libsw_breaker_next_probe_seconds", "Time until the next probe while open.", 0,
+         next_probe);
+  family(c, b, "libsw_breaker_probes_in_flight", "Probes let through and not ended (half-open).",
+         0, in_flight);
+  family(c, b, "libsw_breaker_probes_total", "Probes let through.", 1, probes);
+  family(c, b, "libsw_breaker_lost_probes_total", "Probes whose timeout passed before they ended.",
+         1, lost);
+  family(c, b, "libsw_breaker_blocked_total", "Entries refused.", 1, blocked);
 }

@@ -1,6 +1,7 @@
 /* Reading a segment: gauges of every resource, and each whole second of its
  * per-minute array folded once into totals and a short history; and the
  * loop that does it once a second. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,11 @@ int swctl_open(swctl *c, const char *segment, uint32_t topn) {
   return rc == SW_ETYPE ? swctl_breaker_open(c, segment) : rc;
 }
 
+void swctl_host(swctl *c) {
+  memset(c, 0, sizeof *c);
+  c->segment_name = "";
+}
+
 int swctl_readable(const swctl_resource *r) { return r->lim != NULL || r->keyed != NULL; }
 
 void swctl_close(swctl *c) {
@@ -110,7 +116,9 @@ static void swctl_gauges(swctl_resource *r, int64_t t) {
   r->block_qps = sw_node_block_qps_at(n, t);
   r->would_block_qps = sw_node_would_block_qps_at(n, t);
   r->avg_rt = sw_node_avg_rt_at(n, t);
-  r->min_rt = sw_node_min_rt_at(n, t);
+  /* Sentinel's min RT is its maximum (SW_OPT_MAX_RT_MS, 5 s) until a
+   * request completes in the window: no sample, not a response time. */
+  r->min_rt = sw_node_success_qps_at(n, t) > 0 ? sw_node_min_rt_at(n, t) : NAN;
   r->concurrency = sw_node_concurrency(n);
   r->waiting = sw_node_waiting_at(n, t);
   sw_options *o;
@@ -149,6 +157,7 @@ void swctl_add_second(swctl *c, int i, const swctl_second *s) {
 int swctl_poll(swctl *c) {
   if (c->keyed) return swctl_keyed_poll(c);
   if (c->breaker) return swctl_breaker_poll(c);
+  if (c->seg == NULL) return SW_OK; /* a host */
   sw_registry *reg = sw_segment_registry(c->seg);
   uint32_t count = sw_registry_count(reg);
   if ((int)count > c->capres) {
@@ -197,20 +206,37 @@ static int64_t mono_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Every few seconds, the segments that appeared (--all), after the tail. */
+#define SWCTL_RESCAN_MS 5000
+
 int swctl_run(swctl *c, long seconds, volatile int *stop, void (*tick)(void *user), void *user) {
   int64_t end = seconds < 0 ? INT64_MAX : mono_ms() + seconds * 1000, next_poll = 0;
+  int64_t next_rescan = 0;
   while (!*stop && mono_ms() < end) {
     int64_t now = mono_ms();
     if (now >= next_poll) {
-      if (c->keyed) swctl_keyed_scan(c); /* the long part, before the lock */
+      swctl *added = NULL;
+      if (c->rescan && now >= next_rescan) { /* opens: outside the lock */
+        added = c->rescan(c);
+        next_rescan = now + SWCTL_RESCAN_MS;
+      }
+      for (swctl *s = c; s; s = s->next)
+        if (s->keyed) swctl_keyed_scan(s); /* the long part, before the lock */
+      for (swctl *s = added; s; s = s->next)
+        if (s->keyed) swctl_keyed_scan(s);
       if (c->lock) pthread_rwlock_wrlock(c->lock);
-      swctl_poll(c);
+      swctl *tail = c;
+      while (tail->next) tail = tail->next;
+      tail->next = added;
+      for (swctl *s = c; s; s = s->next) swctl_poll(s);
       c->generation++;
       if (c->lock) pthread_rwlock_unlock(c->lock);
-      /* Only this thread changes c->res: it stays valid without the lock. */
-      for (int k = 0; k < c->npending; k++)
-        c->on_second(c->on_second_user, &c->res[c->pending[k].res], &c->pending[k].s);
-      c->npending = 0;
+      /* Only this thread changes the chain and c->res: they stay valid without the lock. */
+      for (swctl *s = c; s; s = s->next) {
+        for (int k = 0; k < s->npending; k++)
+          s->on_second(s->on_second_user, &s->res[s->pending[k].res], &s->pending[k].s);
+        s->npending = 0;
+      }
       next_poll = now + 1000;
     }
     if (tick) tick(user);

@@ -1,7 +1,13 @@
-/* The Prometheus text exposition (format 0.0.4) of a segment: counters of
+/* The Prometheus text exposition (format 0.0.4) of one segment or of a
+ * chain of them (swctl serve A B, --all): each family once, with the
+ * series of every segment, labelled by segment and resource. Counters of
  * what swctl has seen since it started (whole seconds, folded once; a
  * keyed table's: since its creation), and gauges read now. Base units:
- * seconds. */
+ * seconds. A value that is not known (the minimum RT of a window in which
+ * no request completed) is NaN, never libsw's "no sample" 5 s. A keyed
+ * table's keys are never a series each: its totals, and --top N keys of
+ * each list at most. */
+#include <math.h>
 #include <string.h>
 
 #include "swctl.h"
@@ -78,7 +84,8 @@ static const family families[] = {
      COUNTER, v_rt_seconds, 0},
     {"libsw_concurrency", "Requests in flight.", GAUGE, v_concurrency, 1},
     {"libsw_waiting", "Borrowed requests waiting for their window.", GAUGE, v_waiting, 1},
-    {"libsw_min_response_time_seconds", "Smallest response time in the last second.", GAUGE,
+    {"libsw_min_response_time_seconds",
+     "Smallest response time in the last second (NaN: no request completed).", GAUGE,
      v_min_rt_seconds, 1},
     {"libsw_pass_per_second", "Admissions over the sliding second.", GAUGE, v_pass_qps, 0},
     {"libsw_block_per_second", "Refusals over the sliding second.", GAUGE, v_block_qps, 0},
@@ -121,16 +128,29 @@ static const keyed_family keyed_families[] = {
      k_refused},
 };
 
-/* The table's series, then its top keys: at most --top series a list. */
+/* A sample's value: NaN as Prometheus spells it. */
+static void value(swctl_buf *b, double v) {
+  if (isnan(v))
+    swctl_append(b, " NaN\n", 5);
+  else
+    swctl_printf(b, " %.17g\n", v);
+}
+
+/* The keyed tables' series, then their top keys: at most --top series a
+ * list and table, whatever its number of keys. */
 static void keyed_series(swctl *c, swctl_buf *b) {
-  const swctl_keyed *kt = c->keyed;
-  const char *res = c->res[0].name;
+  int any = 0;
+  for (swctl *s = c; s; s = s->next) any |= s->keyed != NULL;
+  if (!any) return;
   for (size_t f = 0; f < sizeof keyed_families / sizeof keyed_families[0]; f++) {
     const keyed_family *fa = &keyed_families[f];
     header(b, fa->name, fa->help, fa->kind);
-    swctl_append(b, fa->name, strlen(fa->name));
-    label(b, c->segment_name, res, NULL);
-    swctl_printf(b, " %.17g\n", fa->value(kt));
+    for (swctl *s = c; s; s = s->next) {
+      if (s->keyed == NULL) continue;
+      swctl_append(b, fa->name, strlen(fa->name));
+      label(b, s->segment_name, s->res[0].name, NULL);
+      value(b, fa->value(s->keyed));
+    }
   }
   static const char *const names[] = {"libsw_keyed_top_passes", "libsw_keyed_top_blocks"};
   static const char *const helps[] = {
@@ -139,36 +159,50 @@ static void keyed_series(swctl *c, swctl_buf *b) {
   char key[SWCTL_KEY_TEXT];
   for (int by = 0; by < 2; by++) {
     header(b, names[by], helps[by], GAUGE);
-    for (int i = 0; i < kt->shown.ntop[by]; i++) {
-      const sw_keyed_key *k = &kt->shown.top[by][i];
-      swctl_key_text(k, key);
-      swctl_append(b, names[by], strlen(names[by]));
-      label(b, c->segment_name, res, key);
-      swctl_printf(b, " %lld\n", (long long)(by == SW_KEYED_BY_PASS ? k->pass : k->block));
+    for (swctl *s = c; s; s = s->next) {
+      const swctl_keyed *kt = s->keyed;
+      for (int i = 0; kt && i < kt->shown.ntop[by]; i++) {
+        const sw_keyed_key *k = &kt->shown.top[by][i];
+        swctl_key_text(k, key);
+        swctl_append(b, names[by], strlen(names[by]));
+        label(b, s->segment_name, s->res[0].name, key);
+        swctl_printf(b, " %lld\n", (long long)(by == SW_KEYED_BY_PASS ? k->pass : k->block));
+      }
     }
   }
 }
 
 void swctl_prometheus(swctl *c, swctl_buf *b) {
-  if (c->breaker) {
-    swctl_breaker_series(c, b);
-    return;
+  int registries = 0, segments = 0;
+  for (swctl *s = c; s; s = s->next) {
+    registries |= s->seg != NULL;
+    segments += !swctl_is_host(s);
   }
   for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
     const family *fa = &families[f];
-    if (fa->registry_only && c->keyed) continue;
+    if (fa->registry_only && !registries) continue;
     header(b, fa->name, fa->help, fa->kind);
-    for (int i = 0; i < c->nres; i++) {
-      const swctl_resource *r = &c->res[i];
-      if (!swctl_readable(r)) continue;
-      swctl_append(b, fa->name, strlen(fa->name));
-      label(b, c->segment_name, r->name, NULL);
-      swctl_printf(b, " %.17g\n", fa->value(r));
+    for (swctl *s = c; s; s = s->next) {
+      if (fa->registry_only && s->keyed) continue;
+      for (int i = 0; i < s->nres; i++) {
+        const swctl_resource *r = &s->res[i];
+        if (!swctl_readable(r)) continue;
+        swctl_append(b, fa->name, strlen(fa->name));
+        label(b, s->segment_name, r->name, NULL);
+        value(b, fa->value(r));
+      }
     }
   }
-  if (c->keyed) keyed_series(c, b);
+  keyed_series(c, b);
+  swctl_breaker_series(c, b);
   swctl_printf(b, "# HELP libsw_resources Resources in the segment.\n"
-                  "# TYPE libsw_resources gauge\nlibsw_resources");
-  label(b, c->segment_name, NULL, NULL);
-  swctl_printf(b, " %d\n", c->nres);
+                  "# TYPE libsw_resources gauge\n");
+  for (swctl *s = c; s; s = s->next) {
+    if (swctl_is_host(s)) continue;
+    swctl_append(b, "libsw_resources", 15);
+    label(b, s->segment_name, NULL, NULL);
+    swctl_printf(b, " %d\n", s->nres);
+  }
+  swctl_printf(b, "# HELP libsw_segments Segments exported by this swctl.\n"
+                  "# TYPE libsw_segments gauge\nlibsw_segments %d\n", segments);
 }

@@ -5,7 +5,7 @@
 --   local verdict, wait, retry_after, remaining, borrowed = lim:entry()
 --   if verdict == "block" then ... end   -- retry_after seconds
 --   if verdict == "wait" then sleep(wait) end
---   ... lim:exit(nil, rt_seconds, failed)
+--   ... lim:exit(nil, rt_ms, failed)
 --
 -- Thin over the C library: no statistics logic is re-implemented here. The
 -- hot functions (entry, exit) are module-level locals that keep the loaded
@@ -199,6 +199,13 @@ int sw_keyed_scan_at(const sw_keyed *k, int64_t t, uint64_t *cursor, sw_keyed_ke
                      uint32_t cap);
 int sw_keyed_top_at(const sw_keyed *k, int64_t t, uint32_t by, sw_keyed_key *out,
                     uint32_t n, int64_t *active);
+
+typedef struct sw_rules sw_rules;
+int sw_rules_parse(sw_rules **out, const char *json, size_t len);
+void sw_rules_free(sw_rules *r);
+uint32_t sw_rules_count(const sw_rules *r);
+int sw_rules_at(const sw_rules *r, uint32_t i, const char **resource, sw_options *opts,
+                int64_t *keyed, int64_t *capacity);
 ]]
 
 -- From libc, to turn a user or group name into the ids a segment is given.
@@ -793,10 +800,10 @@ local function build(C, path)
   end
   local function bad_rt(rt)
     if type(rt) ~= "number" then
-      return fail(M.EINVAL, "rt must be a number of seconds, not " .. show(rt))
+      return fail(M.EINVAL, "rt must be a number of milliseconds, not " .. show(rt))
     end
     if rt ~= rt then return fail(M.ERANGE, "rt=nan is not a number") end
-    return fail(M.ERANGE, "rt=" .. show(rt) .. " is outside 0..2147483.647 seconds")
+    return fail(M.ERANGE, "rt=" .. show(rt) .. " is outside 0..2147483647 milliseconds")
   end
   local function bad_handle(l)
     return fail(M.EINVAL, "the handle must be a sw_limiter * (lim:handle(key)), not " .. show(l))
@@ -1025,14 +1032,14 @@ local function build(C, path)
   end
   Limiter.entry = entry
 
-  -- The arguments of an exit as C takes them: rt in seconds -> rt_ms
-  -- (rounded to ms; below 0 counts as 0), n (default 1), failed -> flags
-  -- (an exception); or nil, message, code.
+  -- The arguments of an exit as C takes them: rt in milliseconds, as every
+  -- response time of libsw (rounded to whole ms; below 0 counts as 0), n
+  -- (default 1), failed -> flags (an exception); or nil, message, code.
   local function exit_args(rt, failed, n)
     local rt_ms = 0
     if rt ~= nil then
-      if type(rt) ~= "number" or not (rt <= 2147483.647) then return bad_rt(rt) end
-      rt_ms = floor(rt * 1000 + 0.5)
+      if type(rt) ~= "number" or not (rt <= RT_MAX_MS) then return bad_rt(rt) end
+      rt_ms = floor(rt + 0.5)
       if rt_ms < 0 then rt_ms = 0 end
     end
     if n == nil then
@@ -1073,8 +1080,8 @@ local function build(C, path)
   end
   Limiter.exit_handle = exit_handle
 
-  -- The end of an admitted entry of key: rt in seconds, failed counts an
-  -- exception.
+  -- The end of an admitted entry of key: rt in milliseconds, failed counts
+  -- an exception.
   local function exit(self, key, rt, failed, n)
     if type(self) ~= "table" then return bad_self("exit") end
     local l = self._l
@@ -1127,8 +1134,11 @@ local function build(C, path)
       exception_qps = tonumber(C.sw_node_exception_qps_at(node, t)),
       total_qps = tonumber(C.sw_node_total_qps_at(node, t)),
       would_block_qps = tonumber(C.sw_node_would_block_qps_at(node, t)),
-      avg_rt = tonumber(C.sw_node_avg_rt_at(node, t)) / 1000,
-      min_rt = tonumber(C.sw_node_min_rt_at(node, t)) / 1000,
+      avg_rt = tonumber(C.sw_node_avg_rt_at(node, t)),
+      -- no request completed in the window: no minimum (libsw's "no
+      -- sample" value, SW_OPT_MAX_RT_MS, is not a response time)
+      min_rt = C.sw_node_success_qps_at(node, t) > 0 and tonumber(C.sw_node_min_rt_at(node, t))
+        or nil,
       concurrency = tonumber(C.sw_node_concurrency(node)),
       waiting = tonumber(C.sw_node_waiting_at(node, t)),
       total_request = tonumber(C.sw_node_total_request_at(node, t)),
@@ -1150,7 +1160,7 @@ local function build(C, path)
   end
 
   -- Statistics of key (nil for a single limiter): a table of rates per
-  -- second, counts, RTs in seconds, requests in flight and the rule. A key
+  -- second, counts, RTs in milliseconds, requests in flight and the rule. A key
   -- never used gives nil, "no such key".
   function Limiter:stats(key)
     if getmetatable(self) ~= Limiter then return bad_self("stats") end
@@ -1208,11 +1218,9 @@ local function build(C, path)
     return apply_rule(self, opts)
   end
 
-  -- The rule of limiter l as options (scratch: a sw_options to fill).
-  local function rule_options(l, scratch)
-    local rc = C.sw_limiter_get_rule(l, scratch)
-    if rc ~= 0 then return nil, errmsg(rc), rc end
-    local rv = rule_values(scratch)
+  -- The rule keys of the sw_options opts as options (those of set_rule).
+  local function options_of(opts)
+    local rv = rule_values(opts)
     local o = {
       behavior = BEHAVIOR_NAMES[rv.behavior], strict = rv.strict ~= 0,
       max_queue = rv.max_queue_ms / 1000, warm_up = rv.warm_up_sec,
@@ -1228,6 +1236,13 @@ local function build(C, path)
       }
     end
     return o
+  end
+
+  -- The rule of limiter l as options (scratch: a sw_options to fill).
+  local function rule_options(l, scratch)
+    local rc = C.sw_limiter_get_rule(l, scratch)
+    if rc ~= 0 then return nil, errmsg(rc), rc end
+    return options_of(scratch)
   end
 
   -- The rule in force for key (nil for a single limiter), as options.
@@ -1431,6 +1446,11 @@ local function build(C, path)
   -- circuit breakers (libsw/breaker.lua)
   require("libsw.breaker")(api, C, {
     M = M, fail = fail, show = show, errmsg = errmsg, segment_flags = segment_flags,
+  })
+  -- flow rules as JSON (libsw/rules.lua)
+  require("libsw.rules")(api, C, {
+    M = M, fail = fail, errmsg = errmsg, show = show, make_options = make_options,
+    options_of = options_of,
   })
   return api
 end

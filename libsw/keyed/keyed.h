@@ -267,6 +267,8 @@ static inline __attribute__((always_inline)) int64_t sw__kt_in_bucket(const sw_k
 }
 
 /* table.c */
+/* The layout fingerprint of a keyed table's segment, as this libsw lays it out. */
+uint64_t sw__kt_fingerprint(void);
 int sw__kt_prepare(const sw_keyed *k, const void *key, size_t len, sw__kt_key *q);
 /* Find q's slot without a lock: 1 and *ref, or 0. */
 int sw__kt_find(const sw_keyed *k, const sw__kt_key *q, sw__kt_ref *ref);

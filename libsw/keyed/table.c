@@ -556,7 +556,7 @@ SW_API int sw_keyed_create(sw_keyed **out, uint32_t capacity, const sw_options *
   return SW_OK;
 }
 
-static uint64_t sw__kt_fingerprint(void) {
+uint64_t sw__kt_fingerprint(void) {
   const uint64_t v[] = {sizeof(sw__shm_hdr), sizeof(sw__kt_hdr),      sizeof(sw__kt_config),
                         sizeof(sw__rule),    sizeof(pthread_mutex_t), sizeof(sw__kt_totals),
                         SW__KT_WAYS,         SW__KT_LAYOUT_VERSION,   SW_CACHE_LINE};
@@ -599,9 +599,10 @@ SW_API int sw_keyed_open(sw_keyed **out, const char *name, uint32_t capacity,
   *out = NULL;
   SW__CHECK_NULL(name, "segment name");
   const bool readonly = flags & SW_SEGMENT_READONLY;
+  const bool any = readonly || (flags & SW_SEGMENT_ATTACH); /* whatever its configuration */
   sw__kt_config c;
   int rc;
-  if (!readonly && (rc = sw__kt_config_from(opts, capacity, &c)) < 0) return rc;
+  if (!any && (rc = sw__kt_config_from(opts, capacity, &c)) < 0) return rc;
   sw_keyed *k = sw__calloc(1, sizeof *k);
   sw__shm *shm = sw__calloc(1, sizeof *shm);
   if (k == NULL || shm == NULL || (k->name = sw__strdup(name)) == NULL) {
@@ -612,7 +613,7 @@ SW_API int sw_keyed_open(sw_keyed **out, const char *name, uint32_t capacity,
   }
   const sw__shm_kind kind = {SW__SHM_KEYED, "keyed table", sw__kt_fingerprint(),
                              sw__kt_init_shared, sw__kt_body_size, sw__kt_matches};
-  rc = sw__shm_open(shm, name, flags, opts, &kind, readonly ? NULL : &c, sizeof c);
+  rc = sw__shm_open(shm, name, flags, opts, &kind, any ? NULL : &c, sizeof c);
   if (rc == SW_OK &&
       (rc = sw__kt_bind(k, shm->body, shm->size - sw__shm_header(shm)->body_off)) < 0)
     sw__shm_abandon(shm, name);

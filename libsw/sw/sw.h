@@ -849,6 +849,8 @@ typedef struct sw_segment sw_segment;
                                     processes attached to the old one keep it */
 #define SW_SEGMENT_READONLY 0x4u /* attach for reading only, whatever its geometry */
 #define SW_SEGMENT_FOLLOW 0x8u   /* follow a symbolic link at the path (refused otherwise) */
+#define SW_SEGMENT_ATTACH 0x10u  /* attach read-write to an existing segment whatever its
+                                    capacity and geometry; never creates (swctl rules apply) */
 
 SW_API int sw_segment_open(sw_segment **out, const char *name, uint32_t capacity,
                            const sw_options *opts, uint32_t flags);
@@ -868,6 +870,70 @@ SW_API int64_t sw_segment_size(const sw_segment *seg);
  * code for NULL. A caller whose own setup fails after creating a segment
  * can then remove it (sw_segment_close, then sw_segment_unlink). */
 SW_API int sw_segment_created(const sw_segment *seg);
+
+/* What a segment's header says, for a listing (swctl ls): read from the
+ * file without attaching, locking or writing. */
+#define SW_SEGMENT_KIND_REGISTRY 1u /* a registry of limiters (sw_segment_open) */
+#define SW_SEGMENT_KIND_KEYED 2u    /* a keyed table (sw_keyed_open) */
+typedef struct sw_segment_info {
+  uint32_t kind;        /* SW_SEGMENT_KIND_*; 0: a kind this libsw does not know */
+  uint32_t ready;       /* 1: its creation finished; 0: under way, or interrupted */
+  uint32_t current;     /* 1: laid out by this libsw (it can attach); 0: by another version */
+  uint32_t creator_pid; /* the process that created it (it may be gone) */
+  uint32_t owner_uid;   /* the file's owner */
+  uint32_t capacity;    /* names (a registry) or keys (a keyed table) as created; 0 if not ready */
+  uint64_t layout;      /* the layout fingerprint written by its creator */
+  int64_t size;         /* the file's size in bytes (sparse: pages are used as names arrive) */
+  int64_t created_unix_ms;
+  int64_t reserved[4];
+} sw_segment_info;
+/* Fill *out from the header of the segment name (a name or a path, as
+ * sw_segment_open; a symbolic link is not followed). Errors: SW_ENULL,
+ * SW_ERANGE (the name), SW_ENOTFOUND, SW_EPERM, SW_EFOREIGN (not a regular
+ * file, or not a libsw segment: no libsw magic), SW_EIO. Thread-safe. */
+SW_API int sw_segment_probe(const char *name, sw_segment_info *out);
+
+/* ------------------------------------------------------------- rules as data */
+
+/* Flow rules as Sentinel's FlowRule JSON list (docs/rules.md): a list of
+ * (resource, rule options) pairs. Fields: resource, limitApp ("default"
+ * only), grade (0 concurrency, 1 QPS), count (the threshold), strategy (0
+ * only: direct), controlBehavior (0..3: SW_BEHAVIOR_*), warmUpPeriodSec,
+ * maxQueueingTimeMs, clusterMode; libsw's, which Sentinel ignores: strict,
+ * dryRun, keyed (a keyed table's rule), capacity (names or keys, as
+ * created: checked, never changed). The fields of Sentinel's dashboard
+ * (id, app, ip, port, gmtCreate, gmtModified, refResource, clusterConfig)
+ * are ignored; any other field is an error. Parsing and writing JSON need
+ * jansson at build time (SW_ENOTSUP without it). */
+typedef struct sw_rules sw_rules;
+
+/* Parse len bytes of JSON (a FlowRule array) into *out (caller frees with
+ * sw_rules_free). Every rule is checked whole — its fields, its options,
+ * and a limiter made with it — and one bad rule refuses the list:
+ * SW_EINVAL (not JSON: line and column; a bad field: "rule N (resource
+ * \"R\"): FIELD: why"), SW_ERANGE, SW_EEXIST (a resource with two rules),
+ * SW_ENOTSUP (built without jansson), SW_ENULL, SW_ENOMEM. Thread-safe. */
+SW_API int sw_rules_parse(sw_rules **out, const char *json, size_t len);
+/* An empty list, to fill with sw_rules_add. */
+SW_API int sw_rules_create(sw_rules **out);
+/* NULL is a no-op. */
+SW_API void sw_rules_free(sw_rules *r);
+SW_API uint32_t sw_rules_count(const sw_rules *r);
+/* Append the rule keys of opts (grade, behaviour, threshold, queueing,
+ * warm-up, strict, cluster, dry run; NULL: the defaults) for resource
+ * (1..63 bytes); keyed -1 (not said), 0 or 1; capacity 0 (not said) or
+ * 1..2^28. SW_EEXIST if resource already has a rule. */
+SW_API int sw_rules_add(sw_rules *r, const char *resource, const sw_options *opts, int64_t keyed,
+                        int64_t capacity);
+/* Rule i (< count): its resource (borrowed from r), its rule keys set into
+ * opts, keyed and capacity; each out pointer may be NULL. SW_ERANGE for i. */
+SW_API int sw_rules_at(const sw_rules *r, uint32_t i, const char **resource, sw_options *opts,
+                       int64_t *keyed, int64_t *capacity);
+/* The list as canonical JSON (every field, in Sentinel's order, 2-space
+ * indent) into buf of cap bytes, always NUL-terminated when cap > 0;
+ * returns its length (call with cap 0 to size buf: length + 1), or a
+ * negative code. Parsing the output gives the same list. */
+SW_API int64_t sw_rules_json(const sw_rules *r, char *buf, size_t cap);
 
 /* ------------------------------------------------------------ keyed table */
 

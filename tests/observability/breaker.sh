@@ -46,7 +46,7 @@ val() { grep "^$1{segment=\"$seg\"${2:-}}" "$work/metrics.txt" | awk '{print $2}
 [ "$(val libsw_breaker_bad_ratio)" = 0.59999999999999998 ] || fail "ratio: $(val libsw_breaker_bad_ratio)"
 [ "$(val libsw_breaker_blocked_total)" = 2 ] || fail "blocked"
 curl -fs "http://127.0.0.1:$p/api/series" > "$work/series.json"
-python3 -c 'import json,sys; b=json.load(open(sys.argv[1]))["breaker"]; assert b["state"] == "open" and b["bad"] == 3, b' \
+python3 -c 'import json,sys; b=json.load(open(sys.argv[1]))["breakers"][0]; assert b["state"] == "open" and b["bad"] == 3, b' \
   "$work/series.json"
 
 echo "--- the dashboard shows the breaker (headless Chromium)"

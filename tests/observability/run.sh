@@ -4,8 +4,9 @@
 # log (values, rolling), the dashboard in headless Chromium (the numbers it
 # shows, and a screenshot), dry-run visible everywhere, and bad input (bad
 # listen address, unreadable segment, a full disk for the log) — with the
-# limiter working throughout; then keyed tables (keyed.sh) and circuit
-# breakers (breaker.sh).
+# limiter working throughout; then finding segments (discover.sh), one
+# exporter for several segments (export.sh), rules as data (rules.sh),
+# keyed tables (keyed.sh) and circuit breakers (breaker.sh).
 # Usage: tests/observability/run.sh BUILD_DIR
 set -eu
 . "$(dirname "$0")/lib.sh"
@@ -57,11 +58,43 @@ api, shadow = row("api"), row("shadow")
 # the last whole second with traffic on api is the known one
 assert (api["pass"], api["block"], api["exception"], api["rt"]) == ("10", "2", "3", "20"), api
 assert shadow["would_block"] == "3", shadow
-assert "dry run" in dom, "dry run is not shown"
-assert re.search(r'data-resource="shadow"', dom)
+def card(name):
+    m = re.search(r'<div class="res[^"]*" data-resource="%s"[^>]*>(.*?)</table>' % re.escape(name), dom, re.S)
+    return m.group(0)
+# dry run marked on shadow's card, on shadow's only
+assert re.search(r'<span class="dry-run"[^>]*>dry run</span>', card("shadow")), card("shadow")
+assert re.search(r'<span class="dry-run"[^>]*hidden[^>]*>', card("api")), card("api")
+# y ticks: distinct, rising from 0; the time axis: a label every 15 s
+for name in ("api", "shadow", "steady"):
+    ys = re.search(r'data-yticks="([^"]*)"', card(name)).group(1).split()
+    assert ys[0] == "0" and len(set(ys)) == len(ys) and list(map(int, ys)) == sorted(map(int, ys)), (name, ys)
+    xs = re.search(r'data-xticks="([^"]*)"', card(name)).group(1).split()
+    assert len(xs) == 4 and all(re.fullmatch(r"\d\d:\d\d:[0-5][05]", x) for x in xs), (name, xs)
+    secs = [int(x[:2]) * 3600 + int(x[3:5]) * 60 + int(x[6:]) for x in xs]
+    assert all((b - a) % 86400 == 15 for a, b in zip(secs, secs[1:])), xs
 print("dashboard rows:", api, shadow)
 PY
+echo "--- the dashboard filters and sorts (from the address, as the controls do)"
+chrome --dump-dom "http://127.0.0.1:$p/?filter=SHAD" > "$work/filter.html"
+chrome --dump-dom "http://127.0.0.1:$p/?sort=block" > "$work/block.html"
+chrome --dump-dom "http://127.0.0.1:$p/?sort=dry_run" > "$work/dry.html"
+python3 - "$work/filter.html" "$work/block.html" "$work/dry.html" <<'PY'
+import re, sys
+def cards(path):  # [(resource, hidden)] in the page's order
+    dom = open(path).read()
+    return [(name, "hidden" in rest)
+            for name, rest in re.findall(r'<div class="res[^"]*" data-resource="([^"]+)"([^>]*)>', dom)]
+filtered = cards(sys.argv[1])
+assert [n for n, hidden in filtered if not hidden] == ["shadow"], filtered
+assert "1 of 3 resources" in open(sys.argv[1]).read()
+by_block = [n for n, _ in cards(sys.argv[2])]
+assert by_block[0] == "api", by_block  # the only one with blocks
+by_dry = [n for n, _ in cards(sys.argv[3])]
+assert by_dry[0] == "shadow", by_dry
+print("filter:", filtered, "sort by blocks:", by_block, "dry run first:", by_dry)
+PY
 shot="$build/tests/observability/dashboard.png"
+rm -f "$shot"
 chrome --window-size=1200,900 --screenshot="$shot" "http://127.0.0.1:$p/" >/dev/null
 [ -s "$shot" ] || fail "no screenshot"
 echo "screenshot: $shot"
@@ -168,6 +201,15 @@ grep -q "serve is unavailable: this swctl was built without libmicrohttpd" "$wor
 mkdir "$work/nomhd"
 "$nomhd" log "$seg" --log-dir "$work/nomhd" --app n --seconds 2 2> "$work/err" || fail "$(cat "$work/err")"
 grep -q "|steady|" "$work/nomhd/n-metrics.log" || fail "swctl log without libmicrohttpd wrote no line"
+
+echo "--- finding segments: swctl ls, several segments, globs, --all"
+tests/observability/discover.sh "$build"
+
+echo "--- one exporter for a host: several segments, --all, bounded series, NaN"
+tests/observability/export.sh "$build"
+
+echo "--- rules as data: swctl rules get / apply / check"
+tests/observability/rules.sh "$build"
 
 echo "--- keyed tables"
 tests/observability/keyed.sh "$build"

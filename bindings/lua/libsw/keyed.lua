@@ -3,7 +3,7 @@
 --
 --   local kt = assert(libsw.keyed{ qps = 10, capacity = 100000 })  -- segment = "name": shared
 --   local verdict, wait, retry_after, remaining, _, would_block, full = kt:entry(key)
---   kt:exit(key, rt_seconds, failed)
+--   kt:exit(key, rt_ms, failed)
 --   kt:stats()  kt:lookup(key)  kt:top(10, "block")  kt:scan(cursor)
 --
 -- libsw.lua calls the function this file returns once the library is
@@ -169,7 +169,7 @@ return function(api, C, h)
   end
   Keyed.entry = entry
 
-  -- The end of an admitted entry of key: rt in seconds (rounded to ms;
+  -- The end of an admitted entry of key: rt in milliseconds (rounded;
   -- below 0 counts as 0), failed counts an exception; for the concurrency
   -- grade one request of key less in flight.
   local function exit(self, key, rt, failed, n)
@@ -320,7 +320,7 @@ return function(api, C, h)
       total_pass = tonumber(i.pass), total_block = tonumber(i.block),
       total_would_block = tonumber(i.would_block), total_success = success,
       total_exception = tonumber(i.exception),
-      avg_rt = success > 0 and tonumber(i.rt) / success / 1000 or 0,
+      avg_rt = success > 0 and tonumber(i.rt) / success or 0,
     }
     local rv, err, code = get_rule(self)
     if not rv then return nil, err, code end

@@ -706,6 +706,10 @@ function _M.pending()
   return n
 end
 
+-- limits from a rule file (resty/libsw/rules.lua): define_from_file,
+-- reload_rules, watch_rules
+require("resty.libsw.rules")(_M, { limits = limits, invalid = invalid, log = log })
+
 _M.NOKEY, _M.OVERFLOW = NOKEY, OVERFLOW
 
 return _M

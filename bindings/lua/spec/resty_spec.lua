@@ -216,7 +216,7 @@ describe("resty.libsw", function()
       resty.log()
       local s = resty.stats("rt")
       assert.equal(1, s.exception_qps)
-      assert.equal(0.25, s.avg_rt)
+      assert.equal(250, s.avg_rt) -- milliseconds
       assert.equal(0, s.concurrency)
     end)
 

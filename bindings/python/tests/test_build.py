@@ -50,3 +50,18 @@ def test_now_ms_is_monotonic():
     a = libsw.now_ms()
     b = libsw.now_ms()
     assert 0 <= a <= b
+
+
+def test_wheel_metadata():
+    # what pip show and a package index display: licence, URLs, classifiers
+    from importlib import metadata
+
+    meta = metadata.metadata("libsw")
+    assert meta["License"] == "Apache-2.0"
+    assert "License :: OSI Approved :: Apache Software License" in meta.get_all("Classifier")
+    assert meta["Summary"].startswith("Sentinel-style")
+    urls = dict(u.split(", ", 1) for u in meta.get_all("Project-URL"))
+    assert urls["Homepage"].startswith("https://") and "example.invalid" not in urls["Homepage"]
+    files = [str(f) for f in metadata.files("libsw")]
+    assert any(f.endswith("LICENSE") for f in files), files
+    assert any(f.endswith("NOTICE") for f in files), files

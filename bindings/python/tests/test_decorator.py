@@ -86,6 +86,20 @@ def test_exceptions_are_recorded_and_propagate(clock):
     assert s.concurrency == 0
 
 
+def test_idle_min_rt_is_none_and_rts_are_milliseconds():
+    """No request completed: no minimum (not libsw's 5000 ms "no sample");
+    response times in milliseconds, as in C, Lua and swctl."""
+    clock = libsw.ManualClock(1_000_000)
+    lim = libsw.RateLimiter(10, clock=clock)
+    assert lim.stats().min_rt is None and lim.stats().avg_rt == 0
+    p = lim.acquire()
+    clock.advance(250)
+    p.release()
+    s = lim.stats()
+    assert (s.min_rt, s.avg_rt) == (250, 250)
+    lim.close()
+
+
 def test_rt_is_measured_with_the_real_clock():
     """Without clock=, the decorator's fast path times the call in C with
     libsw's clock: the RT lies between the clock readings inside the call

@@ -43,6 +43,7 @@ from ._keyed import KeyDigest, KeyedStats, KeyLimiter, KeyStats, keys_segments
 from ._libsw import ffi, lib
 from ._limiter import RateLimiter, Stats, now_ms
 from ._permit import Permit
+from ._rules import FlowRule, RuleWatcher, limiters_from_file, load_rules, parse_rules
 from ._util import to_bytes_name
 from ._window import LeapArray, Metric, MetricRecord, SlidingView, Window, bucket_type_fields, load_plugin
 
@@ -76,6 +77,7 @@ __all__ = [
     "CircuitOpenError",
     "ClosedError",
     "Error",
+    "FlowRule",
     "KeyDigest",
     "KeyLimiter",
     "KeyStats",
@@ -91,6 +93,7 @@ __all__ = [
     "PluginError",
     "RateLimiter",
     "RegistryFullError",
+    "RuleWatcher",
     "SegmentError",
     "SegmentPermissionError",
     "SlidingView",
@@ -98,8 +101,11 @@ __all__ = [
     "Stats",
     "Window",
     "bucket_type_fields",
+    "limiters_from_file",
     "load_plugin",
+    "load_rules",
     "now_ms",
+    "parse_rules",
     "unlink_segment",
     "use_coarse_clock",
     "version_info",

@@ -107,7 +107,9 @@ class Stats:
     total_qps: float
     occupied_pass_qps: float
     avg_rt: float
-    min_rt: float
+    #: None when no request completed in the window (libsw's "no sample"
+    #: value, SW_OPT_MAX_RT_MS, is not a response time)
+    min_rt: Optional[float]
     max_success_qps: float
     concurrency: int
     waiting: int
@@ -763,15 +765,16 @@ class RateLimiter(PerKey):
                 raise error_from_code(int(v), "stats")
             return v
 
+        success_qps = f(lib.sw_node_success_qps_at(node, t))
         return Stats(
             pass_qps=f(lib.sw_node_pass_qps_at(node, t)),
             block_qps=f(lib.sw_node_block_qps_at(node, t)),
-            success_qps=f(lib.sw_node_success_qps_at(node, t)),
+            success_qps=success_qps,
             exception_qps=f(lib.sw_node_exception_qps_at(node, t)),
             total_qps=f(lib.sw_node_total_qps_at(node, t)),
             occupied_pass_qps=f(lib.sw_node_occupied_pass_qps_at(node, t)),
             avg_rt=f(lib.sw_node_avg_rt_at(node, t)),
-            min_rt=f(lib.sw_node_min_rt_at(node, t)),
+            min_rt=f(lib.sw_node_min_rt_at(node, t)) if success_qps > 0 else None,
             max_success_qps=f(lib.sw_node_max_success_qps_at(node, t)),
             concurrency=int(f(lib.sw_node_concurrency(node))),
             waiting=int(f(lib.sw_node_waiting_at(node, t))),

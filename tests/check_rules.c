@@ -1,0 +1,177 @@
+/* Rules as data (libsw/rules.c): Sentinel's FlowRule JSON list parsed into
+ * rule options and written back in the canonical form; a bad list refused
+ * whole, naming the rule and the field. And SW_SEGMENT_ATTACH, which
+ * swctl rules apply opens segments with: read-write, whatever their
+ * geometry, never creating one. Skipped (77) by a libsw without jansson. */
+#include <string.h>
+
+#include "segutil.h"
+
+/* The example of Sentinel's dashboard (its FlowRuleEntity, as pushed to a
+ * data source), unchanged. */
+static const char dashboard[] =
+    "[{\"id\": 1, \"app\": \"shop\", \"ip\": \"10.0.0.7\", \"port\": 8719, "
+    "\"limitApp\": \"default\", \"resource\": \"GET:/api/orders\", \"grade\": 1, \"count\": 100.0, "
+    "\"strategy\": 0, \"refResource\": null, \"controlBehavior\": 2, \"warmUpPeriodSec\": null, "
+    "\"maxQueueingTimeMs\": 500, \"clusterMode\": false, \"clusterConfig\": null, "
+    "\"gmtCreate\": 1700000000000, \"gmtModified\": 1700000000000},"
+    " {\"resource\": \"checkout\", \"count\": 50, \"controlBehavior\": 1, \"warmUpPeriodSec\": 10},"
+    " {\"resource\": \"uploads\", \"grade\": 0, \"count\": 4}]";
+
+static sw_rules *parse(const char *json) {
+  sw_rules *r = NULL;
+  ck_ok(sw_rules_parse(&r, json, strlen(json)));
+  ck_assert_ptr_nonnull(r);
+  return r;
+}
+
+static char *to_json(const sw_rules *r) {
+  int64_t n = sw_rules_json(r, NULL, 0);
+  ck_assert_int_gt(n, 0);
+  char *text = malloc((size_t)n + 1);
+  ck_assert_int_eq(sw_rules_json(r, text, (size_t)n + 1), n);
+  ck_assert_uint_eq(strlen(text), (size_t)n);
+  return text;
+}
+
+static double opt(const sw_options *o, sw_option key) {
+  double v;
+  ck_ok(sw_options_get_double(o, key, &v));
+  return v;
+}
+
+START_TEST(test_sentinel_dashboard_example) {
+  sw_rules *r = parse(dashboard);
+  ck_assert_uint_eq(sw_rules_count(r), 3);
+  sw_options *o = NULL;
+  ck_ok(sw_options_create(&o));
+  const char *res;
+  int64_t keyed, capacity;
+  ck_ok(sw_rules_at(r, 0, &res, o, &keyed, &capacity));
+  ck_assert_str_eq(res, "GET:/api/orders");
+  ck_assert_double_eq(opt(o, SW_OPT_THRESHOLD), 100);
+  ck_assert_double_eq(opt(o, SW_OPT_BEHAVIOR), SW_BEHAVIOR_PACING);
+  ck_assert_double_eq(opt(o, SW_OPT_MAX_QUEUE_MS), 500);
+  ck_assert_double_eq(opt(o, SW_OPT_WARM_UP_SEC), 10); /* null: Sentinel's default */
+  ck_assert_int_eq(keyed, -1);
+  ck_assert_int_eq(capacity, 0);
+  ck_ok(sw_rules_at(r, 2, &res, o, NULL, NULL));
+  ck_assert_str_eq(res, "uploads");
+  ck_assert_double_eq(opt(o, SW_OPT_GRADE), SW_GRADE_CONCURRENCY);
+  ck_assert_double_eq(opt(o, SW_OPT_STRICT), 1);
+  ck_sw(sw_rules_at(r, 3, &res, o, NULL, NULL), SW_ERANGE);
+  sw_options_free(o);
+  sw_rules_free(r);
+}
+END_TEST
+
+/* The canonical form parses into the same list and is written the same,
+ * byte for byte; libsw's fields are kept. */
+START_TEST(test_canonical_round_trip) {
+  sw_rules *r = parse(dashboard);
+  sw_options *o = NULL;
+  ck_ok(sw_options_create(&o));
+  ck_ok(sw_options_set_double(o, SW_OPT_THRESHOLD, 0.5));
+  ck_ok(sw_options_set(o, SW_OPT_DRY_RUN, 1));
+  ck_ok(sw_options_set(o, SW_OPT_STRICT, 0));
+  ck_ok(sw_rules_add(r, "per-client", o, 1, 1000));
+  sw_options_free(o);
+  char *first = to_json(r);
+  ck_assert_ptr_nonnull(strstr(first, "\"count\": 0.5,"));
+  ck_assert_ptr_nonnull(strstr(first, "\"keyed\": true,\n    \"capacity\": 1000"));
+  ck_assert_ptr_nonnull(strstr(first, "\"dryRun\": true"));
+  ck_assert_ptr_null(strstr(first, "gmtCreate")); /* the dashboard's bookkeeping: not ours */
+  sw_rules *again = parse(first);
+  char *second = to_json(again);
+  ck_assert_str_eq(first, second);
+  /* a buffer too small: cut, NUL-terminated, the whole length returned */
+  char small[8];
+  ck_assert_int_eq(sw_rules_json(r, small, sizeof small), (int64_t)strlen(first));
+  ck_assert_str_eq(small, "[\n  {\n ");
+  free(first);
+  free(second);
+  sw_rules_free(again);
+  sw_rules_free(r);
+}
+END_TEST
+
+/* One bad rule refuses the list: *out stays NULL, the message names the
+ * rule (its number and resource) and the field. */
+START_TEST(test_bad_lists_name_rule_and_field) {
+  static const struct {
+    const char *json, *words;
+  } bad[] = {
+      {"[{\"resource\": \"a\", \"count\": 1},", "not JSON: line 1"},
+      {"[{\"resource\": \"a\", \"count\": 1}, {\"resource\": \"b\", \"count\": -1}]",
+       "rule 2 (resource \"b\"): count: want a number >= 0"},
+      {"[{\"resource\": \"a\", \"count\": 1, \"grade\": 2}]",
+       "rule 1 (resource \"a\"): grade: 2 is outside 0..1"},
+      {"[{\"resource\": \"a\", \"count\": 1, \"controlBehavior\": 1.5}]",
+       "rule 1 (resource \"a\"): controlBehavior: want a whole number"},
+      {"[{\"resource\": \"a\", \"count\": 1, \"dryRun\": 1}]",
+       "rule 1 (resource \"a\"): dryRun: want true or false"},
+      {"[{\"resource\": \"a\", \"count\": 1, \"cuont\": 2}]", "rule 1 (resource \"a\"): cuont: not a field"},
+      {"[{\"resource\": \"a\", \"count\": 1, \"strategy\": 2}]", "strategy: 2 (chain) is not supported"},
+      {"[{\"resource\": \"a\", \"count\": 1, \"limitApp\": \"other\"}]", "limitApp: libsw limits every caller"},
+      {"[{\"resource\": \"a\", \"count\": 1}, {\"resource\": \"a\", \"count\": 2}]",
+       "rule 2: resource \"a\" already has rule 1"},
+      {"[{\"resource\": \"a\", \"count\": 1, \"count\": 2}]", "duplicate"},
+      {"[{\"resource\": \"\", \"count\": 1}]", "rule 1 (resource \"?\"): resource: want a name"},
+      {"[{\"resource\": \"a\", \"count\": 1, \"grade\": 1e300}]", "grade: 1.0000000000000001e+300 is outside 0..1"},
+      {"[{\"resource\": \"a\", \"count\": 1, \"warmUpPeriodSec\": -1e300}]", "warmUpPeriodSec: -1"},
+      {"[{\"resource\": \"a\", \"count\": 1e300}]", "rule 1 (resource \"a\"): count:"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    sw_rules *r = (sw_rules *)&r;
+    int rc = sw_rules_parse(&r, bad[i].json, strlen(bad[i].json));
+    ck_assert_msg(rc < 0, "accepted: %s", bad[i].json);
+    ck_assert_ptr_null(r);
+    ck_msg_has(bad[i].words);
+  }
+}
+END_TEST
+
+/* A segment of any capacity and geometry, attached read-write by name
+ * alone: a rule written there is every process's. */
+START_TEST(test_attach_any_geometry) {
+  char name[80];
+  shm_name(name, sizeof name, "attach");
+  sw_segment_unlink(name);
+  seg_refused(name, 0, NULL, SW_SEGMENT_ATTACH, SW_ENOTFOUND, NULL); /* never creates */
+  ck_assert_int_eq(file_size(name), -1);
+  sw_options *o = rule(50);
+  ck_ok(sw_options_set(o, SW_OPT_SECOND_SAMPLE_COUNT, 4));
+  sw_segment *made = seg_open(name, 7, o, SW_SEGMENT_CREATE);
+  sw_limiter *a = get(made, "a");
+  pass_n(a, T0, 3);
+  sw_segment *any = seg_open(name, 0, NULL, SW_SEGMENT_ATTACH);
+  ck_assert_uint_eq(sw_registry_capacity(sw_segment_registry(any)), 7);
+  sw_options *five = rule(5);
+  ck_ok(sw_limiter_set_rule(find(any, "a"), five));
+  sw_options *got = NULL;
+  ck_ok(sw_options_create(&got));
+  ck_ok(sw_limiter_get_rule(a, got)); /* the creator's handle sees it */
+  ck_assert_double_eq(opt(got, SW_OPT_THRESHOLD), 5);
+  sw_options_free(got);
+  ck_assert_int_eq(window_pass(a, T0), 3);          /* statistics kept */
+  sw_segment_close(any);
+  sw_segment_close(made);
+  sw_options_free(five);
+  sw_options_free(o);
+  sw_segment_unlink(name);
+}
+END_TEST
+
+int main(void) {
+  sw_rules *probe = NULL;
+  if (sw_rules_parse(&probe, "[]", 2) == SW_ENOTSUP) return 77; /* built without jansson */
+  sw_rules_free(probe);
+  if (seg_setup() < 0) return EXIT_FAILURE;
+  Suite *s = suite_create("rules");
+  SW_TCASE(s, "json", test_sentinel_dashboard_example, test_canonical_round_trip,
+           test_bad_lists_name_rule_and_field);
+  SW_TCASE(s, "attach", test_attach_any_geometry);
+  int rc = sw_test_run(s);
+  cleanup();
+  return rc;
+}
