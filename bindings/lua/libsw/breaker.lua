@@ -4,10 +4,11 @@
 --   local br = assert(libsw.breaker{ error_ratio = 0.5, min_requests = 5, open_for = 10 })
 --   local verdict, retry_after, probe = br:entry()      -- "pass" or "block"
 --   if verdict == "block" then ... end                 -- retry_after seconds
---   br:exit(probe, rt_seconds, failed)                 -- probe: as entry returned it
+--   br:exit(probe, rt_ms, failed)                      -- probe: as entry returned it
 --
 -- One strategy: error_ratio = r, error_count = n, or slow_ratio = r with
--- max_rt = seconds. Options: min_requests, interval (s), windows, open_for
+-- max_rt = seconds (an option, in seconds like the limiter's max_rt; the rt
+-- of exit is in ms, like the limiters' exits). Options: min_requests, interval (s), windows, open_for
 -- (s), half_open_calls, probe_timeout (s), segment = name (one breaker for
 -- every process; reset = true replaces it; user, group: the owner of a new
 -- segment), clock = function returning ms.
@@ -109,14 +110,14 @@ return function(api, C, h)
     return "pass", 0, 0
   end
 
-  -- exit(probe, rt_seconds, failed, cancel): the end of a passed entry
+  -- exit(probe, rt_ms, failed, cancel): the end of a passed entry
   function Breaker.exit(self, probe, rt, failed, cancel)
     local b = self._b
     if b == nil then return fail(M.ESTATE, "breaker is closed") end
     if type(rt) ~= "number" or not (rt >= 0) then
-      return fail(M.ERANGE, "rt must be seconds >= 0, not " .. show(rt))
+      return fail(M.ERANGE, "rt must be milliseconds >= 0, not " .. show(rt))
     end
-    local rt_ms = floor(rt * 1000 + 0.5)
+    local rt_ms = floor(rt + 0.5)
     if rt_ms > RT_MAX then rt_ms = RT_MAX end
     dec.probe = probe or 0
     local flags = (failed and EXIT_ERROR or 0) + (cancel and EXIT_CANCEL or 0)

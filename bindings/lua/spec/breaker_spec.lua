@@ -12,7 +12,7 @@ local function breaker_at(opts) return support.at(libsw.breaker, opts) end
 -- one call at the clock's time: "pass" or "block", then the exit
 local function call(br, failed, rt)
   local v, retry, probe = br:entry()
-  if v == "pass" then assert(br:exit(probe, rt or 0.001, failed)) end
+  if v == "pass" then assert(br:exit(probe, rt or 1, failed)) end
   return v, retry, probe
 end
 
@@ -39,10 +39,10 @@ describe("breaker", function()
 
   it("counts slow calls with max_rt and lets one probe through", function()
     local br, clock = breaker_at { slow_ratio = 0.5, max_rt = 0.05, min_requests = 2, open_for = 1 }
-    call(br, false, 0.01)
-    call(br, false, 0.06)
+    call(br, false, 10)
+    call(br, false, 60)
     assert.equal("closed", br:state())                      -- 50% is not over 50%
-    call(br, false, 0.051)
+    call(br, false, 51)
     assert.equal("open", br:state())
     clock.t = T + 1000
     local v, _, probe = br:entry()
@@ -50,7 +50,7 @@ describe("breaker", function()
     local v2, retry = br:entry()                             -- one probe only
     assert.equal("block", v2)
     assert.is_true(retry > 0)
-    assert(br:exit(probe, 0.01, false))
+    assert(br:exit(probe, 10, false))
     assert.equal("closed", br:state())
   end)
 

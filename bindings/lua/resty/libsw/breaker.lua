@@ -87,7 +87,7 @@ function _M.log(self)
   if not c then return end
   ngx.ctx.libsw_breaker = nil
   local status = last(ngx.var.upstream_status)
-  local rt = last(ngx.var.upstream_response_time) or 0
+  local rt = (last(ngx.var.upstream_response_time) or 0) * 1000 -- seconds in nginx, ms here
   local failed = status == nil or status >= self.fail_status
   local before = c.br:state()
   local ok, err = c.br:exit(c.probe, rt, failed)
