@@ -149,10 +149,14 @@ SW_API int sw_segment_probe(const char *name, sw_segment_info *out) {
   if (rc < 0) return rc;
   uint32_t capacity;
   memcpy(&capacity, h.config, sizeof capacity); /* every kind's configuration starts with it */
-  out->kind = h.kind == SW__SHM_REGISTRY || h.kind == SW__SHM_KEYED ? h.kind : 0;
+  out->kind = h.kind == SW__SHM_REGISTRY || h.kind == SW__SHM_KEYED || h.kind == SW__SHM_BREAKER
+                  ? h.kind
+                  : 0;
   out->ready = h.state == SW__SHM_READY;
   out->current = (h.kind == SW__SHM_REGISTRY && h.fingerprint == sw__fingerprint()) ||
-                 (h.kind == SW__SHM_KEYED && h.fingerprint == sw__kt_fingerprint());
+                 (h.kind == SW__SHM_KEYED && h.fingerprint == sw__kt_fingerprint()) ||
+                 (h.kind == SW__SHM_BREAKER && h.fingerprint == sw__brk_fingerprint());
+  if (h.kind == SW__SHM_BREAKER) capacity = 0; /* its configuration is its rule */
   out->creator_pid = h.creator_pid;
   out->owner_uid = uid;
   out->capacity = out->ready ? capacity : 0;

@@ -22,6 +22,8 @@
 #define SW__SHM_LOCK_MS 2000 /* longest wait for another process's flock */
 
 enum { SW__SHM_REGISTRY = 1, SW__SHM_KEYED = 2, SW__SHM_BREAKER = 3 };
+/* A breaker's layout as this libsw lays it out (breaker.c; sw_segment_probe). */
+uint64_t sw__brk_fingerprint(void);
 
 typedef struct sw__shm_hdr {
   uint64_t magic;

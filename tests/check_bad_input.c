@@ -2502,6 +2502,14 @@ static void bad_sw_segment_probe(void) {
   ck_assert_uint_eq(in.capacity, 3);
   ck_assert(in.ready && in.current && in.creator_pid == (uint32_t)getpid() && in.size > 0);
   sw_segment_unlink(name);
+  /* a breaker's segment: its kind, no capacity */
+  sw_breaker *b = NULL;
+  ck_assert_int_eq(sw_breaker_open(&b, name, NULL, SW_SEGMENT_RESET), SW_OK);
+  sw_breaker_free(b);
+  EXPECT_OK(sw_segment_probe(name, &in));
+  ck_assert_uint_eq(in.kind, SW_SEGMENT_KIND_BREAKER);
+  ck_assert(in.ready && in.current && in.capacity == 0);
+  sw_segment_unlink(name);
 }
 
 /* ========================================================== rules as data */

@@ -61,7 +61,8 @@ void swctl_list_free(swctl_list *l) {
 /* What swctl can read: a finished segment of a kind and layout it knows. */
 static int readable(const sw_segment_info *in) {
   return in->ready && in->current &&
-         (in->kind == SW_SEGMENT_KIND_REGISTRY || in->kind == SW_SEGMENT_KIND_KEYED);
+         (in->kind == SW_SEGMENT_KIND_REGISTRY || in->kind == SW_SEGMENT_KIND_KEYED ||
+          in->kind == SW_SEGMENT_KIND_BREAKER);
 }
 
 /* The libsw segments of dir whose name matches pattern (NULL: all), sorted,
@@ -148,8 +149,10 @@ static void read_row(ls_row *r) {
 }
 
 static const char *kind_name(uint32_t kind) {
-  return kind == SW_SEGMENT_KIND_REGISTRY ? "registry" : kind == SW_SEGMENT_KIND_KEYED ? "keyed"
-                                                                                        : "unknown";
+  return kind == SW_SEGMENT_KIND_REGISTRY  ? "registry"
+         : kind == SW_SEGMENT_KIND_KEYED   ? "keyed"
+         : kind == SW_SEGMENT_KIND_BREAKER ? "breaker"
+                                           : "unknown";
 }
 
 static const char *layout_name(const sw_segment_info *in) {

@@ -83,7 +83,7 @@ SW_API int sw_breaker_create(sw_breaker **out, const sw_options *opts) {
 
 /* ---------------------------------------------------------------- shared */
 
-static uint64_t sw__brk_fingerprint(void) {
+uint64_t sw__brk_fingerprint(void) {
   const uint64_t v[] = {sizeof(sw__shm_hdr),    sizeof(sw__brk_block), sizeof(sw__brk_rule),
                         offsetof(sw__brk_block, state), offsetof(sw__brk_block, probe),
                         offsetof(sw__brk_block, count), sizeof(sw__la_block),

@@ -875,13 +875,15 @@ SW_API int sw_segment_created(const sw_segment *seg);
  * file without attaching, locking or writing. */
 #define SW_SEGMENT_KIND_REGISTRY 1u /* a registry of limiters (sw_segment_open) */
 #define SW_SEGMENT_KIND_KEYED 2u    /* a keyed table (sw_keyed_open) */
+#define SW_SEGMENT_KIND_BREAKER 3u  /* a circuit breaker (sw_breaker_open) */
 typedef struct sw_segment_info {
   uint32_t kind;        /* SW_SEGMENT_KIND_*; 0: a kind this libsw does not know */
   uint32_t ready;       /* 1: its creation finished; 0: under way, or interrupted */
   uint32_t current;     /* 1: laid out by this libsw (it can attach); 0: by another version */
   uint32_t creator_pid; /* the process that created it (it may be gone) */
   uint32_t owner_uid;   /* the file's owner */
-  uint32_t capacity;    /* names (a registry) or keys (a keyed table) as created; 0 if not ready */
+  uint32_t capacity;    /* names (a registry) or keys (a keyed table) as created; 0 if not
+                           ready, and for a breaker */
   uint64_t layout;      /* the layout fingerprint written by its creator */
   int64_t size;         /* the file's size in bytes (sparse: pages are used as names arrive) */
   int64_t created_unix_ms;

@@ -18,6 +18,14 @@ grep -q "^$seg: circuit breaker (error_ratio)$" "$work/list.txt" || fail "list: 
 awk 'NR == 3 && $1 == "open" && $2 == 5 && $3 == 3 && $4 == "0.600" && $6 == 1 && $12 == 2 {ok = 1}
      END {exit !ok}' "$work/list.txt" || fail "list: wrong line"
 
+echo "--- swctl ls: a breaker's segment, readable"
+"$swctl" ls --json > "$work/ls.json"
+python3 - "$work/ls.json" "$seg" <<'PY'
+import json, sys
+rows = [r for r in json.load(open(sys.argv[1])) if r["segment"] == sys.argv[2]]
+assert len(rows) == 1 and rows[0]["kind"] == "breaker" and rows[0]["layout"] == "current", rows
+PY
+
 echo "--- swctl dump: one JSON line"
 "$swctl" dump "$seg" > "$work/dump.json"
 python3 - "$work/dump.json" <<'PY'
