@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Per-call overhead of the libsw decorator (entry + exit) against an
-undecorated call and against the `limits` package (fixed and moving window,
-in-memory storage).
+"""Per-call cost of each form of a libsw limiter (decorator, `with`,
+try_acquire + release, async decorator, `async with`) against an
+undecorated call, and of the decorator against the `limits` package (fixed
+and moving window, in-memory storage).
 
   bench_decorator.py                      ns per call, best of several runs
   bench_decorator.py --variants           also the hot-path designs compared
@@ -9,9 +10,16 @@ in-memory storage).
                                           exit (for valgrind --tool=callgrind:
                                           run with N and with 0, subtract)
 
-Modes: plain, libsw, limits-fixed, limits-moving (and, with --variants,
-libsw-ffinew, libsw-tlocal, libsw-ptr). Every limiter has a threshold it never reaches,
-so every call passes. run.sh prints both measures.
+Modes: plain, libsw (the decorator), with (`with lim:` around the call),
+try (p = lim.try_acquire(), the call, p.release(); release(True) when it
+raises), async-plain (an undecorated coroutine, awaited), async-libsw (the
+decorator on a coroutine), async-with (`async with lim:` around the await),
+limits-fixed, limits-moving (and, with --variants, libsw-ffinew,
+libsw-tlocal, libsw-ptr). Async modes await the coroutine in a loop inside
+one asyncio.run. Every limiter has a threshold it never reaches, so every
+call passes. run.sh prints both measures, and a summary: each form's ns and
+instructions per call and its ratio to the decorator's
+(--summary NS_FILE INSTR_FILE).
 
 Per-key modes: a call is try_acquire(key=k), the function, release() — the
 per-client form (docs/python.md) on a keyed table: plain-key (the same
@@ -22,6 +30,8 @@ table holds them all).
 from __future__ import annotations
 
 import argparse
+import asyncio
+import inspect
 import itertools
 import sys
 import threading
@@ -50,6 +60,56 @@ def make_plain() -> Callable[..., Any]:
 
 def make_libsw() -> Callable[..., Any]:
     return libsw.RateLimiter(THRESHOLD)(target)
+
+
+def make_with() -> Callable[..., Any]:
+    lim = libsw.RateLimiter(THRESHOLD)
+
+    def limited(*args: Any, **kwargs: Any) -> Any:
+        with lim:
+            return target(*args, **kwargs)
+
+    return limited
+
+
+def make_try() -> Callable[..., Any]:
+    try_acquire = libsw.RateLimiter(THRESHOLD).try_acquire
+
+    def limited(*args: Any, **kwargs: Any) -> Any:
+        p = try_acquire()
+        if not p:
+            raise RuntimeError("blocked")
+        try:
+            result = target(*args, **kwargs)
+        except BaseException:
+            p.release(True)
+            raise
+        p.release()
+        return result
+
+    return limited
+
+
+async def target_async(x: int = 0) -> int:
+    return x
+
+
+def make_async_plain() -> Callable[..., Any]:
+    return target_async
+
+
+def make_async_libsw() -> Callable[..., Any]:
+    return libsw.RateLimiter(THRESHOLD)(target_async)
+
+
+def make_async_with() -> Callable[..., Any]:
+    lim = libsw.RateLimiter(THRESHOLD)
+
+    async def limited(*args: Any, **kwargs: Any) -> Any:
+        async with lim:
+            return await target_async(*args, **kwargs)
+
+    return limited
 
 
 def _limits_decorator(strategy_name: str) -> Callable[..., Any]:
@@ -219,6 +279,11 @@ def make_key_new() -> Callable[..., Any]:
 MODES: Dict[str, Callable[[], Callable[..., Any]]] = {
     "plain": make_plain,
     "libsw": make_libsw,
+    "with": make_with,
+    "try": make_try,
+    "async-plain": make_async_plain,
+    "async-libsw": make_async_libsw,
+    "async-with": make_async_with,
     "limits-fixed": make_limits_fixed,
     "limits-moving": make_limits_moving,
     "libsw-ffinew": make_libsw_ffinew,
@@ -232,6 +297,11 @@ MODES: Dict[str, Callable[[], Callable[..., Any]]] = {
 LABELS = {
     "plain": "undecorated call",
     "libsw": "libsw decorator",
+    "with": "with lim:",
+    "try": "try_acquire() + release()",
+    "async-plain": "undecorated coroutine",
+    "async-libsw": "async decorator",
+    "async-with": "async with lim:",
     "limits-fixed": "limits fixed window",
     "limits-moving": "limits moving window",
     "libsw-ffinew": "libsw raw API, ffi.new per call",
@@ -246,19 +316,73 @@ LABELS = {
 # ----------------------------------------------------------------- timing
 
 
-def loop(fn: Callable[..., Any], n: int) -> None:
+# The forms of the summary, against the decorator (libsw).
+FORMS = ["plain", "libsw", "with", "try", "async-libsw", "async-with"]
+
+
+def _sync_loop(fn: Callable[..., Any], n: int) -> None:
     for _ in range(n):
         fn(1)
 
 
+async def _async_loop(fn: Callable[..., Any], n: int) -> None:
+    for _ in range(n):
+        await fn(1)
+
+
+def loop(fn: Callable[..., Any], n: int) -> None:
+    if inspect.iscoroutinefunction(fn):
+        asyncio.run(_async_loop(fn, n))
+    else:
+        _sync_loop(fn, n)
+
+
 def ns_per_call(fn: Callable[..., Any], n: int, runs: int) -> float:
-    loop(fn, min(n, 10000))  # warm up
+    if inspect.iscoroutinefunction(fn):
+        return asyncio.run(_async_ns_per_call(fn, n, runs))
+    _sync_loop(fn, min(n, 10000))  # warm up
     best = float("inf")
     for _ in range(runs):
         t = time.perf_counter_ns()
-        loop(fn, n)
+        _sync_loop(fn, n)
         best = min(best, (time.perf_counter_ns() - t) / n)
     return best
+
+
+async def _async_ns_per_call(fn: Callable[..., Any], n: int, runs: int) -> float:
+    await _async_loop(fn, min(n, 10000))
+    best = float("inf")
+    for _ in range(runs):
+        t = time.perf_counter_ns()
+        await _async_loop(fn, n)
+        best = min(best, (time.perf_counter_ns() - t) / n)
+    return best
+
+
+def baseline(mode: str) -> str:
+    """The undecorated mode a mode's overhead is counted over."""
+    return "plain-key" if mode.startswith("key-") else "async-plain" if mode.startswith("async-") else "plain"
+
+
+def _read_pairs(path: str) -> Dict[str, float]:
+    with open(path, encoding="utf-8") as f:
+        return {m: float(v) for m, v in (line.split() for line in f if line.strip())}
+
+
+def summary(ns_path: str, instr_path: str) -> None:
+    """One line per form: ns and instructions per call, and the ratio of
+    each to the decorator's, and the cost over the same call undecorated
+    (a coroutine's for the async forms)."""
+    ns, ins = _read_pairs(ns_path), _read_pairs(instr_path)
+    print("%-28s %8s %10s %8s %10s %11s %11s" % ("form", "ns/call", "instr/call", "ns/deco", "instr/deco",
+                                                "ns over", "instr over"))
+    for m in FORMS:
+        if m not in ns or m not in ins:
+            continue
+        print("%-28s %8.0f %10.0f %7.2fx %9.2fx %11.0f %11.0f" % (
+            LABELS[m], ns[m], ins[m], ns[m] / ns["libsw"], ins[m] / ins["libsw"],
+            ns[m] - ns[baseline(m)] if baseline(m) in ns else ns[m] - ns["plain"],
+            ins[m] - ins[baseline(m)] if baseline(m) in ins else ins[m] - ins["plain"]))
 
 
 def main() -> int:
@@ -272,14 +396,22 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=7, help="timed runs; the best is kept (default 7)")
     ap.add_argument("--variants", action="store_true", help="also time the alternative hot paths")
     ap.add_argument("--modes", help="comma-separated modes to time (default: all main ones)")
+    ap.add_argument("--ns-out", help="also write 'mode ns' lines to this file")
+    ap.add_argument("--summary", nargs=2, metavar=("NS_FILE", "INSTR_FILE"),
+                    help="print the forms' summary from 'mode value' files and exit")
     a = ap.parse_args()
+
+    if a.summary:
+        summary(*a.summary)
+        return 0
 
     if a.calls is not None:  # callgrind mode: setup, then exactly N calls
         fn = MODES[a.mode]()
         loop(fn, a.calls)
         return 0
 
-    modes = ["plain", "libsw", "limits-fixed", "limits-moving", "plain-key", "key-existing", "key-new"]
+    modes = ["plain", "libsw", "with", "try", "async-plain", "async-libsw", "async-with",
+             "limits-fixed", "limits-moving", "plain-key", "key-existing", "key-new"]
     if a.variants:
         modes += ["libsw-ffinew", "libsw-tlocal", "libsw-ptr"]
     if a.modes:
@@ -291,8 +423,11 @@ def main() -> int:
         res[m] = ns_per_call(MODES[m](), n, a.runs)
     print("%-34s %10s %12s" % ("mode", "ns/call", "overhead ns"))
     for m in modes:
-        base = res.get("plain-key" if m.startswith("key-") else "plain", 0.0)
+        base = res.get(baseline(m), 0.0)
         print("%-34s %10.1f %12.1f" % (LABELS[m], res[m], res[m] - base))
+    if a.ns_out:
+        with open(a.ns_out, "w", encoding="utf-8") as f:
+            f.writelines("%s %.1f\n" % (m, v) for m, v in res.items())
     base = res.get("plain", 0.0)
     if "libsw" in res and "limits-fixed" in res and "plain" in res:
         ov = res["libsw"] - base
