@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Union
 
-from ._clock import ManualClock
+from ._clock import ManualClock, clock_resolution, now_ms, now_ns, use_clock, use_coarse_clock
 from ._errors import (
     AlreadyExistsError,
     ArgumentError,
@@ -40,7 +40,7 @@ from ._errors import (
 )
 from ._keyed import KeyDigest, KeyedStats, KeyLimiter, KeyStats, keys_segments
 from ._libsw import ffi, lib
-from ._limiter import RateLimiter, Stats, now_ms
+from ._limiter import RateLimiter, Stats
 from ._permit import Permit
 from ._util import to_bytes_name
 from ._window import LeapArray, Metric, MetricRecord, SlidingView, Window, bucket_type_fields, load_plugin
@@ -59,11 +59,6 @@ def unlink_segment(name: Union[str, bytes]) -> None:
     for keys in keys_segments(seg):
         check(lib.sw_segment_unlink(keys), "unlink_segment")
 
-
-def use_coarse_clock(coarse: bool = True) -> None:
-    """Make libsw's process-wide clock CLOCK_MONOTONIC_COARSE (cheaper, tick
-    resolution) or, with False, CLOCK_MONOTONIC again."""
-    check(lib.sw_clock_use(lib.SW_CLOCK_MONOTONIC_COARSE if coarse else lib.SW_CLOCK_MONOTONIC))
 
 
 __all__ = [
@@ -94,9 +89,12 @@ __all__ = [
     "Stats",
     "Window",
     "bucket_type_fields",
+    "clock_resolution",
     "load_plugin",
     "now_ms",
+    "now_ns",
     "unlink_segment",
+    "use_clock",
     "use_coarse_clock",
     "version_info",
 ]

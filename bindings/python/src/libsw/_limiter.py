@@ -41,7 +41,7 @@ from ._errors import ArgumentError, BlockedError, ClosedError, check, error_from
 from ._keyed import KeyedTable, KeyLimiter, keys_segment_name
 from ._libsw import ffi, lib
 from ._perkey import PerKey, check_on_full
-from ._permit import Permit, admitted, refused
+from ._permit import Permit, _ClockPermit, _Outcome, admitted, new_permit, refused
 from ._util import (
     CLOSED,
     UINT32_MAX,
@@ -49,7 +49,6 @@ from ._util import (
     is_int,
     keep_alive,
     new_options,
-    pop_entered,
     seconds_to_ms,
     set_opt,
     to_bytes_name,
@@ -91,8 +90,20 @@ _RULE_KEYS = (
     lib.SW_OPT_STRICT,
 )
 
-# `with lim:` keeps (limiter, handle, t0, n, previous) per thread and task.
-_active: "contextvars.ContextVar[Optional[tuple]]" = contextvars.ContextVar("libsw_active", default=None)
+# The fast paths' C calls (swpy.h), each of one integer.
+_with_enter = lib.swpy_with_enter
+_with_exit = lib.swpy_with_exit
+_with_exit_err = lib.swpy_with_exit_err
+_acquire = lib.swpy_acquire_site
+_NOT_PASS: int = lib.SWPY_NOT_PASS
+_NO_CONTEXT: int = lib.SWPY_NO_CONTEXT
+_NO_ENTRY: int = lib.SWPY_NO_ENTRY
+_CLOCKED: int = lib.SWPY_CLOCKED
+_ONE = 1  # try_acquire()'s default n, compared by identity (True == 1 is not an n)
+# Set once in a thread that has no contextvars context yet, which makes one:
+# `with` entries are matched to their exits by the context current in the
+# thread (a task's, a greenlet's, the thread's), read in C.
+_context_maker: "contextvars.ContextVar[None]" = contextvars.ContextVar("libsw_context")
 
 
 @dataclass(frozen=True)
@@ -285,12 +296,13 @@ class RateLimiter(PerKey):
         self._blocking = bool(block)
         self._timeout = timeout
         self._clock = clock
+        # t0 of an entry, for its response time: the duration clock, or clock=
+        self._t0_now: Callable[[], int] = lib.sw_now_ns if clock is None else clock
         self._sleep = sleep or _clock_sleep(clock, "sleep", time.sleep)
         self._async_sleep = async_sleep or _clock_sleep(clock, "async_sleep", asyncio.sleep)
         self._flags = _PRIORITIZED if prioritized else 0
         self.name = name
         self._key: Optional[str] = None
-        self._site: Any = None
 
         opts = root.opts = new_options()
         set_opt(opts, lib.SW_OPT_GRADE, lib.SW_GRADE_QPS if qps is not None else lib.SW_GRADE_CONCURRENCY)
@@ -362,6 +374,7 @@ class RateLimiter(PerKey):
                 names = capacity if kopts is None else _DEFAULT_NAMES
             flags = lib.SW_SEGMENT_CREATE | (lib.SW_SEGMENT_RESET if reset else 0)
             self._open_segments(segment, seg_name, bname, names, flags, kopts)
+        self._make_site()
         root.members.append(self)
         if self._cluster is not None:
             self._cluster.add(self._h, resource)
@@ -480,7 +493,7 @@ class RateLimiter(PerKey):
     def _steps(self, h: Any, rc: int, n: int, flags: int, block: bool, timeout: Optional[float],
                info: Optional[list]) -> Any:
         return steps(rc, lambda: self._enter_raw(self._h, n, flags),  # _CLOSED if closed meanwhile
-                     lambda: self._exit(h, self._now(), n, True), self._fail, self._now, self.resource,
+                     lambda: self._exit(h, self._t0_now(), n, True), self._fail, self._t0_now, self.resource,
                      block, timeout, info)
 
     def _slow(self, h: Any, rc: int, n: int, flags: int, block: bool, timeout: Optional[float],
@@ -493,32 +506,40 @@ class RateLimiter(PerKey):
                           timeout: Optional[float], info: Optional[list] = None) -> int:
         return await run_async(self._steps(h, rc, n, flags, block, timeout, info), self._async_sleep)
 
+    def _make_site(self) -> None:
+        """The site of this limiter's handle: its fast paths' one-integer
+        argument (swpy.h), cleared by close(). The site holds the handle, so
+        that entries in flight (`with` records, tokens) exit safely after a
+        close(): the memory goes with the limiter object."""
+        h = self._h
+        site = lib.swpy_site_new(h, self._flags, self._clock is not None)
+        if site == ffi.NULL:
+            raise MemoryError("libsw: no memory for a limiter site")
+        self._site = ffi.gc(site, lambda p, _h=h: lib.swpy_site_free(p))
+        self._site_addr = int(ffi.cast("intptr_t", site))
+        self._fast_site = 0 if self._clock is not None else self._site_addr  # try_acquire's
+
     def _site_for_wrapper(self) -> Tuple[Any, int]:
-        """This limiter's site (made on first use) and its address: the
-        one-integer handle of the decorator's fast path."""
-        with self._root.lock:
-            h = self._handle()  # ClosedError when closed
-            if self._site is None:
-                site = lib.swpy_site_new(h, self._flags)
-                if site == ffi.NULL:
-                    raise MemoryError("libsw: no memory for a decorator site")
-                self._site = ffi.gc(site, lib.swpy_site_free)
-            return self._site, int(ffi.cast("intptr_t", self._site))
+        """This limiter's site and its address, for a decorator."""
+        self._handle()  # ClosedError when closed
+        return self._site, self._site_addr
 
-    def _slow_token(self, site: int, rc: int, block: bool, timeout: Optional[float]) -> int:
+    @staticmethod
+    def _token(h: Any, t0: int, n: int, remaining: int) -> int:
+        """A token of an entry of h admitted at t0 by a slow path."""
+        tok = lib.swpy_token(h, t0, n, remaining)
+        if tok < 0:
+            raise MemoryError("libsw: no memory for an entry record")
+        return tok
+
+    def _slow_token(self, rc: int, block: bool, timeout: Optional[float]) -> int:
         """The decorator's slow path: a token once admitted."""
-        t0 = self._slow(self._h, rc, 1, self._flags, block, timeout)
-        tok = lib.swpy_token(site, t0)
-        if tok < 0:
-            raise MemoryError("libsw: no memory for an entry record")
-        return tok
+        h = self._h
+        return self._token(h, self._slow(h, rc, 1, self._flags, block, timeout), 1, 0)
 
-    async def _slow_token_async(self, site: int, rc: int, block: bool, timeout: Optional[float]) -> int:
-        t0 = await self._slow_async(self._h, rc, 1, self._flags, block, timeout)
-        tok = lib.swpy_token(site, t0)
-        if tok < 0:
-            raise MemoryError("libsw: no memory for an entry record")
-        return tok
+    async def _slow_token_async(self, rc: int, block: bool, timeout: Optional[float]) -> int:
+        h = self._h
+        return self._token(h, await self._slow_async(h, rc, 1, self._flags, block, timeout), 1, 0)
 
     def _exit(self, h: Any, t0: int, n: int, error: bool) -> None:
         clock = self._clock
@@ -560,7 +581,7 @@ class RateLimiter(PerKey):
             def limited(*args: Any, **kwargs: Any) -> Any:
                 tok = enter(site)
                 if tok < 0:
-                    tok = slow_token(site, tok, block, timeout)
+                    tok = slow_token(tok, block, timeout)
                 try:
                     result = fn(*args, **kwargs)
                 except BaseException:
@@ -610,7 +631,7 @@ class RateLimiter(PerKey):
             async def limited(*args: Any, **kwargs: Any) -> Any:
                 tok = enter(site)
                 if tok < 0:
-                    tok = await slow_token(site, tok, block, timeout)
+                    tok = await slow_token(tok, block, timeout)
                 try:
                     result = await fn(*args, **kwargs)
                 except BaseException:
@@ -643,29 +664,71 @@ class RateLimiter(PerKey):
         return limited
 
     # ------------------------------------------------------ context manager
+    # An entry is recorded in C with the context current in the thread (a
+    # task's, a greenlet's, the thread's); the exit ends the latest entry of
+    # this limiter in that context (swpy.h). No Python object per entry.
 
     def __enter__(self) -> "RateLimiter":
-        h = self._h
-        t0 = self._enter_raw(h, 1, self._flags)
-        if t0 < 0:
-            t0 = self._slow(h, t0, 1, self._flags, self._blocking, self._timeout)
-        _active.set((self, h, t0, _active.get()))
+        rc = _with_enter(self._site_addr)
+        if rc:
+            rc = self._with_retry(rc)
+            if rc:
+                h = self._h
+                self._with_push(h, self._slow(h, rc, 1, self._flags, self._blocking, self._timeout))
         return self
 
     def __exit__(self, et: Any, ev: Any, tb: Any) -> None:
-        top = pop_entered(_active, self, "RateLimiter")
-        self._exit(top[1], top[2], 1, et is not None)
+        rc = _with_exit(self._site_addr) if et is None else _with_exit_err(self._site_addr)
+        if rc:
+            self._with_exit_slow(rc, et is not None)
 
     async def __aenter__(self) -> "RateLimiter":
-        h = self._h
-        t0 = self._enter_raw(h, 1, self._flags)
-        if t0 < 0:
-            t0 = await self._slow_async(h, t0, 1, self._flags, self._blocking, self._timeout)
-        _active.set((self, h, t0, _active.get()))
+        rc = _with_enter(self._site_addr)
+        if rc:
+            rc = self._with_retry(rc)
+            if rc:
+                h = self._h
+                self._with_push(h, await self._slow_async(h, rc, 1, self._flags, self._blocking, self._timeout))
         return self
 
     async def __aexit__(self, et: Any, ev: Any, tb: Any) -> None:
-        self.__exit__(et, ev, tb)
+        rc = _with_exit(self._site_addr) if et is None else _with_exit_err(self._site_addr)
+        if rc:
+            self._with_exit_slow(rc, et is not None)
+
+    def _with_retry(self, rc: int) -> int:
+        """An entry of `with` that did not pass at once: make the thread's
+        context if it has none, enter with the custom clock; 0 once entered,
+        else what the slow path starts from."""
+        site = self._site_addr
+        if rc == _NO_CONTEXT:
+            _context_maker.set(None)  # the thread's context, made once
+            rc = _with_enter(site)
+        if rc == _CLOCKED:
+            t = self._clock()  # type: ignore[misc]
+            rc = lib.swpy_with_enter_at(site, t)
+            if rc == _NO_CONTEXT:
+                _context_maker.set(None)
+                rc = lib.swpy_with_enter_at(site, t)
+        return rc
+
+    def _with_push(self, h: Any, t0: int) -> None:
+        """Record an entry of h the slow path admitted at t0."""
+        rc = lib.swpy_with_push(self._site_addr, h, t0)
+        if rc == _NO_CONTEXT:
+            _context_maker.set(None)
+            rc = lib.swpy_with_push(self._site_addr, h, t0)
+        if rc < 0:
+            self._exit(h, t0, 1, False)
+            raise MemoryError("libsw: no memory for an entry record")
+
+    def _with_exit_slow(self, rc: int, error: bool) -> None:
+        if rc == _CLOCKED:
+            rc = lib.swpy_with_exit_at(self._site_addr, self._clock(), _EXIT_ERROR if error else 0)  # type: ignore[misc]
+        if rc == _NO_ENTRY:
+            raise RuntimeError("RateLimiter.__exit__ without a matching __enter__ in this thread or task")
+        if rc < 0:
+            raise error_from_code(rc, "exit")
 
     # --------------------------------------------------------- acquire API
 
@@ -679,10 +742,30 @@ class RateLimiter(PerKey):
             raise ArgumentError("n=%r is outside 0..2147483647" % (n,), lib.SW_ERANGE)
         return cast(int, n)
 
+    def _enter_permit(self, n: int) -> Tuple[int, int]:
+        """Enter with n units: (token, 0) when admitted at once (a plain
+        PASS), else (the entry's result, its t0 when it passed: a dry run's
+        would-block, a custom clock's pass)."""
+        site = self._fast_site
+        if site:
+            tok = _acquire(site) if n is _ONE else lib.swpy_acquire_site_n(site, n)
+            return (tok, 0) if tok > 0 else (0, tok)
+        return 0, self._enter_raw(self._h, n, self._flags)
+
     def _permit(self, h: Any, n: int, t0: int, info: list) -> Permit:
+        """The permit of an entry of h admitted at t0 (by a slow path, or
+        with a custom clock)."""
         d = lib.swpy_decision()  # this thread's last entry: this one
         remaining = info[1] if info[1] is not None else d.remaining
-        return admitted(Permit, self, n, h, t0, remaining, info[0], info[2], bool(d.would_block))
+        return admitted(_ClockPermit if self._clock is not None else _Outcome, self, n,
+                        self._token(h, t0, n, remaining), remaining, info[0], info[2], bool(d.would_block))
+
+    def _fast_permit(self, n: int, tok: int) -> Permit:
+        p = new_permit(Permit)
+        p._lim = self
+        p.n = n
+        p._tok = tok
+        return p
 
     def acquire(self, n: int = 1, *, key: Optional[Union[str, bytes]] = None, block: Optional[bool] = None,
                 timeout: Optional[float] = None) -> Permit:
@@ -690,54 +773,72 @@ class RateLimiter(PerKey):
         or use it in a ``with``). Raises BlockedError when refused, unless
         blocking (this call's ``block``, else the limiter's): then retries
         until ``timeout`` seconds (this call's, else the limiter's)."""
-        if key is not None and self._kt is not None:
-            return self._kt.acquire(self, key, n, block, timeout)
-        lim = self._target(key)
-        n = self._check_n(n)
-        if block is None:
-            block = lim._blocking
-        if timeout is None:
-            timeout = lim._timeout
-        h = lim._h
+        if key is not None:
+            if self._kt is not None:
+                return self._kt.acquire(self, key, n, block, timeout)
+            return self.for_key(key).acquire(n, block=block, timeout=timeout)  # type: ignore[union-attr]
+        if n is not _ONE:
+            n = self._check_n(n)
+        tok, rc = self._enter_permit(n)
+        if tok:
+            return self._fast_permit(n, tok)
+        h = self._h
         info = new_info()
-        rc = lim._enter_raw(h, n, lim._flags)
-        if rc >= 0:
-            info[1] = lib.swpy_decision().remaining
-        else:
-            rc = lim._slow(h, rc, n, lim._flags, bool(block), timeout, info)
-        return lim._permit(h, n, rc, info)
+        if rc < 0:
+            rc = self._slow(h, rc, n, self._flags, self._blocking if block is None else bool(block),
+                            self._timeout if timeout is None else timeout, info)
+        return self._permit(h, n, rc, info)
 
     async def acquire_async(self, n: int = 1, *, key: Optional[Union[str, bytes]] = None,
                             block: Optional[bool] = None, timeout: Optional[float] = None) -> Permit:
         """:meth:`acquire` for coroutines: waits with ``asyncio.sleep``."""
-        if key is not None and self._kt is not None:
-            return await self._kt.acquire_async(self, key, n, block, timeout)
-        lim = self._target(key)
-        n = self._check_n(n)
-        if block is None:
-            block = lim._blocking
-        if timeout is None:
-            timeout = lim._timeout
-        h = lim._h
+        if key is not None:
+            if self._kt is not None:
+                return await self._kt.acquire_async(self, key, n, block, timeout)
+            return await self.for_key(key).acquire_async(n, block=block, timeout=timeout)  # type: ignore[union-attr]
+        if n is not _ONE:
+            n = self._check_n(n)
+        tok, rc = self._enter_permit(n)
+        if tok:
+            return self._fast_permit(n, tok)
+        h = self._h
         info = new_info()
-        rc = lim._enter_raw(h, n, lim._flags)
-        if rc >= 0:
-            info[1] = lib.swpy_decision().remaining
-        else:
-            rc = await lim._slow_async(h, rc, n, lim._flags, bool(block), timeout, info)
-        return lim._permit(h, n, rc, info)
+        if rc < 0:
+            rc = await self._slow_async(h, rc, n, self._flags, self._blocking if block is None else bool(block),
+                                        self._timeout if timeout is None else timeout, info)
+        return self._permit(h, n, rc, info)
 
     def try_acquire(self, n: int = 1, *, key: Optional[Union[str, bytes]] = None) -> Permit:
         """Enter with n units without raising on a refusal: returns a
         :class:`Permit`, true when admitted (release it when done), false
         with ``retry_after`` when refused. An admission that must wait
         (pacing) is waited for with time.sleep before returning."""
+        site = self._fast_site
+        if site and n is _ONE and key is None:  # the fast path: one C call
+            tok = _acquire(site)
+            if tok > 0:
+                p = new_permit(Permit)
+                p._lim = self
+                p.n = 1
+                p._tok = tok
+                return p
+            try:
+                return self._acquired(tok)
+            except BlockedError as e:
+                return refused(_Outcome, self, 1, e.retry_after, e.remaining)
         if key is not None and self._kt is not None:
             return self._kt.try_acquire(self, key, n)
         try:
             return self.acquire(n, key=key, block=False)
         except BlockedError as e:
-            return refused(Permit, self._target(key), n, e.retry_after, e.remaining)
+            return refused(_Outcome, self._target(key), n, e.retry_after, e.remaining)
+
+    def _acquired(self, rc: int) -> Permit:
+        """The permit of an entry of one unit that did not pass at once (rc):
+        waited for (a WAIT verdict), or BlockedError."""
+        h = self._h
+        info = new_info()
+        return self._permit(h, 1, self._slow(h, rc, 1, self._flags, False, None, info), info)
 
     async def try_acquire_async(self, n: int = 1, *, key: Optional[Union[str, bytes]] = None) -> Permit:
         """:meth:`try_acquire` for coroutines."""
@@ -746,7 +847,7 @@ class RateLimiter(PerKey):
         try:
             return await self.acquire_async(n, key=key, block=False)
         except BlockedError as e:
-            return refused(Permit, self._target(key), n, e.retry_after, e.remaining)
+            return refused(_Outcome, self._target(key), n, e.retry_after, e.remaining)
 
     # ---------------------------------------------------------- statistics
 
@@ -886,7 +987,3 @@ def _reopen(kwargs: Dict[str, Any], key: Optional[Union[str, bytes]]) -> Union[R
     lim = RateLimiter(**kwargs)
     return lim if key is None else lim.for_key(key)
 
-
-def now_ms() -> int:
-    """libsw's clock (CLOCK_MONOTONIC), in milliseconds."""
-    return lib.sw_now_ms()
