@@ -11,18 +11,29 @@
 
 #define SWPY_NS_PER_MS 1000000
 #define SWPY_FREE_MAX 256 /* records kept by a thread; more go to the shared pool */
-#define SWPY_CHUNK 16     /* records allocated at once */
-#define SWPY_GEN_SHIFT 48 /* a token: the record's address, its generation above */
-#define SWPY_ADDR_MASK ((UINT64_C(1) << SWPY_GEN_SHIFT) - 1)
-#define SWPY_GEN_MASK 0x7fffu
+#define SWPY_REFILL 16    /* records a thread takes from the pool at once */
 
 #define swpy_likely(x) __builtin_expect(!!(x), 1)
 
-struct swpy_site {
+/* ------------------------------------------------------------- tables */
+/* Sites and records are named by their index in a table of chunks: CFFI
+ * converts a Python int below 2^30 (one digit) to C and back several times
+ * faster than an address (two or three digits). A token is a record's
+ * index and 8 bits of its generation: below 2^30 too. Chunks are never
+ * freed: a stale token may still read its record's generation. */
+#define SWPY_CHUNK_BITS 10
+#define SWPY_CHUNK (1u << SWPY_CHUNK_BITS)
+#define SWPY_INDEX_BITS 22 /* up to 4,194,304 sites, and records */
+#define SWPY_CHUNKS (1u << (SWPY_INDEX_BITS - SWPY_CHUNK_BITS))
+#define SWPY_INDEX_MASK ((1u << SWPY_INDEX_BITS) - 1)
+#define SWPY_GEN_MASK 0xffu
+
+typedef struct swpy_site {
   _Atomic(sw_limiter *) l; /* NULL once the Python object is closed */
   uint32_t flags;
   int clocked;
-};
+  uint32_t next_free; /* free sites */
+} swpy_site;
 
 /* An entry in flight: of a token (a decorator's call, a permit) or of a
  * `with` (then in its thread's with list). gen is odd while the record is
@@ -35,8 +46,9 @@ typedef struct swpy_rec {
   int64_t t0;
   int64_t n;
   _Atomic int64_t remaining; /* read by swpy_token_remaining from any thread */
-  const swpy_site *site;     /* with: the site entered */
   void *owner;               /* with: the Python context entered in */
+  uint32_t site;             /* with: the site entered */
+  uint32_t index;
   _Atomic uint32_t gen;
 } swpy_rec;
 
@@ -51,18 +63,32 @@ typedef struct swpy_thread {
 static _Thread_local swpy_thread swpy_t;
 static pthread_key_t swpy_key;
 static pthread_once_t swpy_key_once = PTHREAD_ONCE_INIT;
-/* Records of threads that exited, and those over SWPY_FREE_MAX. Never freed:
- * a stale token may still read its record's generation. */
-static pthread_mutex_t swpy_pool_lock = PTHREAD_MUTEX_INITIALIZER;
-static swpy_rec *swpy_pool;
+
+/* The tables, grown under their lock; readers take no lock. */
+static pthread_mutex_t swpy_table_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic(swpy_site *) swpy_site_chunks[SWPY_CHUNKS];
+static _Atomic(swpy_rec *) swpy_rec_chunks[SWPY_CHUNKS];
+static uint32_t swpy_sites, swpy_site_free_head; /* sites made; free ones (0: none) */
+static uint32_t swpy_recs;                       /* records made */
+static swpy_rec *swpy_pool; /* free records of exited threads and over SWPY_FREE_MAX */
+
+static inline swpy_site *swpy_site_at(int64_t i) {
+  return &atomic_load_explicit(&swpy_site_chunks[(uint32_t)i >> SWPY_CHUNK_BITS],
+                               memory_order_acquire)[i & (SWPY_CHUNK - 1)];
+}
+
+static inline swpy_rec *swpy_rec_at(uint32_t i) {
+  return &atomic_load_explicit(&swpy_rec_chunks[i >> SWPY_CHUNK_BITS],
+                               memory_order_acquire)[i & (SWPY_CHUNK - 1)];
+}
 
 /* ------------------------------------------------------------ records */
 
 static void swpy_pool_push(swpy_rec *first, swpy_rec *last) {
-  pthread_mutex_lock(&swpy_pool_lock);
+  pthread_mutex_lock(&swpy_table_lock);
   last->next = swpy_pool;
   swpy_pool = first;
-  pthread_mutex_unlock(&swpy_pool_lock);
+  pthread_mutex_unlock(&swpy_table_lock);
 }
 
 /* At thread exit: the records go to the pool; `with` entries never exited
@@ -83,35 +109,42 @@ static void swpy_thread_exit(void *arg) {
 
 static void swpy_key_init(void) { pthread_key_create(&swpy_key, swpy_thread_exit); }
 
-/* The thread has no record to reuse: take some from the pool, or allocate. */
+/* A new chunk of records into the pool (under the lock); 0 or SW_ENOMEM. */
+static int swpy_rec_grow(void) {
+  uint32_t c = swpy_recs >> SWPY_CHUNK_BITS;
+  swpy_rec *chunk = c < SWPY_CHUNKS ? calloc(SWPY_CHUNK, sizeof *chunk) : NULL;
+  if (chunk == NULL) return SW_ENOMEM;
+  for (uint32_t i = SWPY_CHUNK; i-- > (c == 0 ? 1u : 0u);) { /* index 0 names nothing */
+    chunk[i].index = c << SWPY_CHUNK_BITS | i;
+    atomic_init(&chunk[i].gen, 1);
+    chunk[i].next = swpy_pool;
+    swpy_pool = &chunk[i];
+  }
+  atomic_store_explicit(&swpy_rec_chunks[c], chunk, memory_order_release);
+  swpy_recs += SWPY_CHUNK;
+  return 0;
+}
+
+/* The thread has no record to reuse: take some from the pool. */
 static __attribute__((noinline)) swpy_rec *swpy_rec_refill(swpy_thread *t) {
   if (!t->registered) {
     t->registered = 1;
     pthread_once(&swpy_key_once, swpy_key_init);
     pthread_setspecific(swpy_key, t);
   }
-  pthread_mutex_lock(&swpy_pool_lock);
-  for (int i = 0; i < SWPY_CHUNK && swpy_pool != NULL; i++) {
+  pthread_mutex_lock(&swpy_table_lock);
+  if (swpy_pool == NULL && swpy_rec_grow() < 0) {
+    pthread_mutex_unlock(&swpy_table_lock);
+    return NULL;
+  }
+  for (int i = 0; i < SWPY_REFILL && swpy_pool != NULL; i++) {
     swpy_rec *r = swpy_pool;
     swpy_pool = r->next;
     r->next = t->free;
     t->free = r;
     t->nfree++;
   }
-  pthread_mutex_unlock(&swpy_pool_lock);
-  if (t->free == NULL) {
-    swpy_rec *chunk = calloc(SWPY_CHUNK, sizeof *chunk);
-    if (chunk == NULL || ((uintptr_t)(chunk + SWPY_CHUNK) & ~SWPY_ADDR_MASK) != 0) {
-      free(chunk); /* (an address a token cannot hold: not on Linux x86-64 or arm64) */
-      return NULL;
-    }
-    for (int i = 0; i < SWPY_CHUNK; i++) {
-      atomic_init(&chunk[i].gen, 1);
-      chunk[i].next = t->free;
-      t->free = &chunk[i];
-    }
-    t->nfree += SWPY_CHUNK;
-  }
+  pthread_mutex_unlock(&swpy_table_lock);
   swpy_rec *r = t->free;
   t->free = r->next;
   t->nfree--;
@@ -150,13 +183,16 @@ static inline void swpy_rec_unget(swpy_thread *t, swpy_rec *r) {
   swpy_rec_put(t, r);
 }
 
+/* A token's generation: 8 bits of the in-flight (even) generation g. */
+static inline uint32_t swpy_gen8(uint32_t g) { return (g >> 1) & SWPY_GEN_MASK; }
+
 static inline int64_t swpy_token_of(swpy_rec *r) {
   uint32_t g = atomic_load_explicit(&r->gen, memory_order_relaxed);
-  return (int64_t)((uint64_t)(uintptr_t)r | ((uint64_t)(g & SWPY_GEN_MASK) << SWPY_GEN_SHIFT));
+  return (int64_t)(swpy_gen8(g) << SWPY_INDEX_BITS | r->index);
 }
 
 static inline swpy_rec *swpy_rec_of(int64_t token) {
-  return (swpy_rec *)(uintptr_t)((uint64_t)token & SWPY_ADDR_MASK);
+  return swpy_rec_at((uint32_t)token & SWPY_INDEX_MASK);
 }
 
 /* ------------------------------------------------------------- times */
@@ -201,30 +237,58 @@ int swpy_gil_held(void) { return PyGILState_Check(); }
 
 /* ------------------------------------------------------------- sites */
 
-swpy_site *swpy_site_new(sw_limiter *l, uint32_t flags, int clocked) {
-  swpy_site *s = malloc(sizeof *s);
-  if (s) {
-    atomic_init(&s->l, l);
-    s->flags = flags;
-    s->clocked = clocked;
+int64_t swpy_site_new(sw_limiter *l, uint32_t flags, int clocked) {
+  pthread_mutex_lock(&swpy_table_lock);
+  uint32_t i = swpy_site_free_head;
+  if (i != 0) {
+    swpy_site_free_head = swpy_site_at(i)->next_free;
+  } else {
+    i = swpy_sites == 0 ? 1 : swpy_sites; /* index 0 names nothing */
+    uint32_t c = i >> SWPY_CHUNK_BITS;
+    if (c >= SWPY_CHUNKS) {
+      pthread_mutex_unlock(&swpy_table_lock);
+      return SW_ENOMEM;
+    }
+    if (atomic_load_explicit(&swpy_site_chunks[c], memory_order_relaxed) == NULL) {
+      swpy_site *chunk = calloc(SWPY_CHUNK, sizeof *chunk);
+      if (chunk == NULL) {
+        pthread_mutex_unlock(&swpy_table_lock);
+        return SW_ENOMEM;
+      }
+      atomic_store_explicit(&swpy_site_chunks[c], chunk, memory_order_release);
+    }
+    swpy_sites = i + 1;
   }
-  return s;
+  swpy_site *s = swpy_site_at(i);
+  atomic_store_explicit(&s->l, l, memory_order_release);
+  s->flags = flags;
+  s->clocked = clocked;
+  pthread_mutex_unlock(&swpy_table_lock);
+  return i;
 }
 
-void swpy_site_clear(swpy_site *s) { atomic_store(&s->l, NULL); }
-void swpy_site_free(swpy_site *s) { free(s); }
+void swpy_site_clear(int64_t site) { atomic_store(&swpy_site_at(site)->l, NULL); }
 
-static inline sw_limiter *swpy_site_limiter(intptr_t site) {
-  return atomic_load_explicit(&((swpy_site *)site)->l, memory_order_acquire);
+void swpy_site_free(int64_t site) {
+  pthread_mutex_lock(&swpy_table_lock);
+  swpy_site *s = swpy_site_at(site);
+  atomic_store(&s->l, NULL);
+  s->next_free = swpy_site_free_head;
+  swpy_site_free_head = (uint32_t)site;
+  pthread_mutex_unlock(&swpy_table_lock);
+}
+
+static inline sw_limiter *swpy_site_limiter(const swpy_site *s) {
+  return atomic_load_explicit(&s->l, memory_order_acquire);
 }
 
 /* ------------------------------------------------------------ tokens */
 
 /* Enter n units through a site: a record in flight (t0 and n set) on a
  * PASS verdict, else NULL with *rc the result to return. */
-static inline swpy_rec *swpy_site_entry(swpy_thread *t, intptr_t site, int64_t n, int64_t *rc) {
-  const swpy_site *s = (const swpy_site *)site;
-  sw_limiter *l = swpy_site_limiter(site);
+static inline swpy_rec *swpy_site_entry(swpy_thread *t, int64_t site, int64_t n, int64_t *rc) {
+  const swpy_site *s = swpy_site_at(site);
+  sw_limiter *l = swpy_site_limiter(s);
   swpy_rec *r = swpy_rec_get(t);
   if (r == NULL) {
     *rc = SW_ENOMEM;
@@ -242,14 +306,14 @@ static inline swpy_rec *swpy_site_entry(swpy_thread *t, intptr_t site, int64_t n
   return r;
 }
 
-int64_t swpy_enter_site(intptr_t site) {
+int64_t swpy_enter_site(int64_t site) {
   swpy_thread *t = &swpy_t;
   int64_t rc;
   swpy_rec *r = swpy_site_entry(t, site, 1, &rc);
   return r != NULL ? swpy_token_of(r) : rc;
 }
 
-int64_t swpy_acquire_site_n(intptr_t site, int64_t n) {
+int64_t swpy_acquire_site_n(int64_t site, int64_t n) {
   swpy_thread *t = &swpy_t;
   int64_t rc;
   swpy_rec *r = swpy_site_entry(t, site, n, &rc);
@@ -262,7 +326,7 @@ int64_t swpy_acquire_site_n(intptr_t site, int64_t n) {
   return swpy_token_of(r);
 }
 
-int64_t swpy_acquire_site(intptr_t site) { return swpy_acquire_site_n(site, 1); }
+int64_t swpy_acquire_site(int64_t site) { return swpy_acquire_site_n(site, 1); }
 
 int64_t swpy_token(sw_limiter *l, int64_t t0, int64_t n, int64_t remaining) {
   swpy_rec *r = swpy_rec_get(&swpy_t);
@@ -279,21 +343,38 @@ int64_t swpy_token(sw_limiter *l, int64_t t0, int64_t n, int64_t remaining) {
 static inline swpy_rec *swpy_claim(int64_t token) {
   swpy_rec *r = swpy_rec_of(token);
   uint32_t g = atomic_load_explicit(&r->gen, memory_order_acquire);
-  if ((g & 1) || (g & SWPY_GEN_MASK) != (uint32_t)((uint64_t)token >> SWPY_GEN_SHIFT)) return NULL;
+  if ((g & 1) || swpy_gen8(g) != (uint32_t)token >> SWPY_INDEX_BITS) return NULL;
   return atomic_compare_exchange_strong(&r->gen, &g, g + 1) ? r : NULL;
 }
 
-static inline int64_t swpy_exit_token(int64_t token, uint32_t flags) {
+/* End a token's entry now: the exit's result, SWPY_STALE; *remaining. */
+static inline int swpy_exit_token(int64_t token, uint32_t flags, int64_t *remaining) {
   swpy_rec *r = swpy_claim(token);
   if (r == NULL) return SWPY_STALE;
   int rc = sw_limiter_exit(r->l, swpy_rt_ns(r->t0), r->n, flags);
-  int64_t remaining = atomic_load_explicit(&r->remaining, memory_order_relaxed);
+  *remaining = atomic_load_explicit(&r->remaining, memory_order_relaxed);
   swpy_rec_put(&swpy_t, r);
+  return rc;
+}
+
+int swpy_exit_ok(int64_t token) {
+  int64_t remaining;
+  return swpy_exit_token(token, 0, &remaining);
+}
+
+int swpy_exit_err(int64_t token) {
+  int64_t remaining;
+  return swpy_exit_token(token, SW_EXIT_ERROR, &remaining);
+}
+
+static inline int64_t swpy_release(int64_t token, uint32_t flags) {
+  int64_t remaining;
+  int rc = swpy_exit_token(token, flags, &remaining);
   return rc < 0 ? rc : remaining;
 }
 
-int64_t swpy_exit_ok(int64_t token) { return swpy_exit_token(token, 0); }
-int64_t swpy_exit_err(int64_t token) { return swpy_exit_token(token, SW_EXIT_ERROR); }
+int64_t swpy_release_ok(int64_t token) { return swpy_release(token, 0); }
+int64_t swpy_release_err(int64_t token) { return swpy_release(token, SW_EXIT_ERROR); }
 
 int64_t swpy_exit_token_at(int64_t token, int64_t t, uint32_t flags) {
   swpy_rec *r = swpy_claim(token);
@@ -311,7 +392,7 @@ int64_t swpy_token_remaining(int64_t token) {
   atomic_thread_fence(memory_order_acquire);
   /* the token's entry, in flight (even) or ended (odd), not yet reused */
   if (atomic_load_explicit(&r->gen, memory_order_relaxed) != g ||
-      ((g & ~1u) & SWPY_GEN_MASK) != (uint32_t)((uint64_t)token >> SWPY_GEN_SHIFT))
+      swpy_gen8(g & ~1u) != (uint32_t)token >> SWPY_INDEX_BITS)
     return -1;
   return remaining;
 }
@@ -326,15 +407,15 @@ static inline void *swpy_owner(void) {
   return ts != NULL ? (void *)ts->context : NULL;
 }
 
-static inline void swpy_with_record(swpy_thread *t, swpy_rec *r, intptr_t site, void *owner) {
-  r->site = (const swpy_site *)site;
+static inline void swpy_with_record(swpy_thread *t, swpy_rec *r, int64_t site, void *owner) {
+  r->site = (uint32_t)site;
   r->owner = owner;
   r->next = t->with;
   t->with = r;
 }
 
-int64_t swpy_with_enter(intptr_t site) {
-  if (((const swpy_site *)site)->clocked) return SWPY_CLOCKED;
+int64_t swpy_with_enter(int64_t site) {
+  if (swpy_site_at(site)->clocked) return SWPY_CLOCKED;
   void *owner = swpy_owner();
   if (owner == NULL) return SWPY_NO_CONTEXT;
   swpy_thread *t = &swpy_t;
@@ -345,11 +426,11 @@ int64_t swpy_with_enter(intptr_t site) {
   return 0;
 }
 
-int64_t swpy_with_enter_at(intptr_t site, int64_t tm) {
+int64_t swpy_with_enter_at(int64_t site, int64_t tm) {
   void *owner = swpy_owner();
   if (owner == NULL) return SWPY_NO_CONTEXT;
-  const swpy_site *s = (const swpy_site *)site;
-  sw_limiter *l = swpy_site_limiter(site);
+  const swpy_site *s = swpy_site_at(site);
+  sw_limiter *l = swpy_site_limiter(s);
   swpy_thread *t = &swpy_t;
   swpy_rec *r = swpy_rec_get(t);
   if (r == NULL) return SW_ENOMEM;
@@ -365,7 +446,7 @@ int64_t swpy_with_enter_at(intptr_t site, int64_t tm) {
   return 0;
 }
 
-int64_t swpy_with_push(intptr_t site, sw_limiter *l, int64_t t0) {
+int64_t swpy_with_push(int64_t site, sw_limiter *l, int64_t t0) {
   void *owner = swpy_owner();
   if (owner == NULL) return SWPY_NO_CONTEXT;
   swpy_thread *t = &swpy_t;
@@ -379,11 +460,11 @@ int64_t swpy_with_push(intptr_t site, sw_limiter *l, int64_t t0) {
 }
 
 /* Unlink the latest entry of the site in this context; NULL if none. */
-static inline swpy_rec *swpy_with_pop(swpy_thread *t, intptr_t site) {
+static inline swpy_rec *swpy_with_pop(swpy_thread *t, int64_t site) {
   void *owner = swpy_owner();
   for (swpy_rec **p = &t->with; *p != NULL; p = &(*p)->next) {
     swpy_rec *r = *p;
-    if (r->site == (const swpy_site *)site && r->owner == owner) {
+    if (r->site == (uint32_t)site && r->owner == owner) {
       *p = r->next;
       return r;
     }
@@ -391,8 +472,8 @@ static inline swpy_rec *swpy_with_pop(swpy_thread *t, intptr_t site) {
   return NULL;
 }
 
-static inline int64_t swpy_with_end(intptr_t site, uint32_t flags) {
-  if (((const swpy_site *)site)->clocked) return SWPY_CLOCKED;
+static inline int64_t swpy_with_end(int64_t site, uint32_t flags) {
+  if (swpy_site_at(site)->clocked) return SWPY_CLOCKED;
   swpy_thread *t = &swpy_t;
   swpy_rec *r = swpy_with_pop(t, site);
   if (r == NULL) return SWPY_NO_ENTRY;
@@ -401,10 +482,10 @@ static inline int64_t swpy_with_end(intptr_t site, uint32_t flags) {
   return rc;
 }
 
-int64_t swpy_with_exit(intptr_t site) { return swpy_with_end(site, 0); }
-int64_t swpy_with_exit_err(intptr_t site) { return swpy_with_end(site, SW_EXIT_ERROR); }
+int64_t swpy_with_exit(int64_t site) { return swpy_with_end(site, 0); }
+int64_t swpy_with_exit_err(int64_t site) { return swpy_with_end(site, SW_EXIT_ERROR); }
 
-int64_t swpy_with_exit_at(intptr_t site, int64_t tm, uint32_t flags) {
+int64_t swpy_with_exit_at(int64_t site, int64_t tm, uint32_t flags) {
   swpy_thread *t = &swpy_t;
   swpy_rec *r = swpy_with_pop(t, site);
   if (r == NULL) return SWPY_NO_ENTRY;

@@ -41,33 +41,39 @@ int64_t swpy_remaining(void);
 /* 1 when called with the GIL held (the tests check that calls release it). */
 int swpy_gil_held(void);
 
-/* ---- sites: a limiter and its entry flags, passed as one integer ---- */
-typedef struct swpy_site swpy_site;
-/* clocked: the limiter has a custom clock, whose time the *_at calls take. */
-swpy_site *swpy_site_new(sw_limiter *l, uint32_t flags, int clocked);
+/* ---- sites: a limiter and its entry flags, named by a small integer ---- */
+/* A new site (> 0), or SW_ENOMEM. clocked: the limiter has a custom clock,
+ * whose time the *_at calls take. */
+int64_t swpy_site_new(sw_limiter *l, uint32_t flags, int clocked);
 /* After this, entries through the site fail with SW_ENULL (a closed limiter). */
-void swpy_site_clear(swpy_site *s);
-void swpy_site_free(swpy_site *s);
+void swpy_site_clear(int64_t site);
+/* The site's number may name another site after this. */
+void swpy_site_free(int64_t site);
 
 /* ---- tokens: an admitted entry as one integer (> 0) ----
  * A token names a record of the entry (limiter, t0, n, remaining) and its
- * generation: a token's exit ends the entry once; a second exit of the same
- * token, from any thread, returns SWPY_STALE and does nothing. Records are
- * kept per thread for reuse and never freed. */
+ * generation, below 2^30: a token's exit ends the entry once; a second exit
+ * of the same token, from any thread, returns SWPY_STALE and does nothing.
+ * Records are kept per thread for reuse and never freed. */
 
 /* The decorator's entry, one unit: a token on a PASS verdict (dry run
  * included), SWPY_NOT_PASS, or an error (SW_ENULL once the site is cleared). */
-int64_t swpy_enter_site(intptr_t site);
+int64_t swpy_enter_site(int64_t site);
 /* A permit's entry: a token on a plain PASS (not a dry run's would-block),
  * whose record keeps the decision's remaining; SWPY_NOT_PASS, or an error. */
-int64_t swpy_acquire_site(intptr_t site);
-int64_t swpy_acquire_site_n(intptr_t site, int64_t n);
+int64_t swpy_acquire_site(int64_t site);
+int64_t swpy_acquire_site_n(int64_t site, int64_t n);
 /* A token for an entry of l a slow path admitted at t0. */
 int64_t swpy_token(sw_limiter *l, int64_t t0, int64_t n, int64_t remaining);
-/* End the entry of a token (now; with an exception): the remaining count
- * of its entry (>= 0), SWPY_STALE, or an error of the exit. */
-int64_t swpy_exit_ok(int64_t token);
-int64_t swpy_exit_err(int64_t token);
+/* End the entry of a token now (with an exception): 0, SWPY_STALE, or an
+ * error of the exit. */
+int swpy_exit_ok(int64_t token);
+int swpy_exit_err(int64_t token);
+/* The same for a permit: the remaining count of its entry (>= 0),
+ * SWPY_STALE, or an error of the exit; at t of a custom clock, with flags
+ * (SW_EXIT_ERROR). */
+int64_t swpy_release_ok(int64_t token);
+int64_t swpy_release_err(int64_t token);
 int64_t swpy_exit_token_at(int64_t token, int64_t t, uint32_t flags);
 /* The remaining count of a token's entry, or -1 once its record is reused. */
 int64_t swpy_token_remaining(int64_t token);
@@ -80,16 +86,16 @@ int64_t swpy_token_remaining(int64_t token);
 
 /* Enter the site's limiter with one unit and record it: 0, SWPY_NOT_PASS,
  * SWPY_NO_CONTEXT or SWPY_CLOCKED (nothing entered), or an error. */
-int64_t swpy_with_enter(intptr_t site);
-int64_t swpy_with_enter_at(intptr_t site, int64_t t);
+int64_t swpy_with_enter(int64_t site);
+int64_t swpy_with_enter_at(int64_t site, int64_t t);
 /* Record an entry of l (the site's) a slow path admitted at t0: 0,
  * SWPY_NO_CONTEXT or SW_ENOMEM. */
-int64_t swpy_with_push(intptr_t site, sw_limiter *l, int64_t t0);
+int64_t swpy_with_push(int64_t site, sw_limiter *l, int64_t t0);
 /* End the latest entry of the site in this context: 0, SWPY_NO_ENTRY,
  * SWPY_CLOCKED (nothing done), or an error. */
-int64_t swpy_with_exit(intptr_t site);
-int64_t swpy_with_exit_err(intptr_t site);
-int64_t swpy_with_exit_at(intptr_t site, int64_t t, uint32_t flags);
+int64_t swpy_with_exit(int64_t site);
+int64_t swpy_with_exit_err(int64_t site);
+int64_t swpy_with_exit_at(int64_t site, int64_t t, uint32_t flags);
 
 /* ---- keyed tables ----
  * Only a plain pass returns t0: a new key let through uncounted (full,

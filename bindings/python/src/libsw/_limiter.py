@@ -129,6 +129,24 @@ class Stats:
         return asdict(self)
 
 
+class _Site:
+    """A limiter's site (swpy.h): its handle and entry flags in C, named by a
+    small integer n; it holds the handle until it is freed itself."""
+
+    __slots__ = ("n", "h")
+
+    def __init__(self, h: Any, flags: int, clocked: bool) -> None:
+        self.h = h
+        self.n = check(lib.swpy_site_new(h, flags, clocked), "limiter site")
+
+    def clear(self) -> None:
+        """Entries through the site fail with SW_ENULL from now on."""
+        lib.swpy_site_clear(self.n)
+
+    def __del__(self, _free: Any = lib.swpy_site_free) -> None:  # (no global lookups at exit)
+        _free(self.n)
+
+
 class _Root:
     """What a limiter and the limiters of its keys share."""
 
@@ -511,12 +529,8 @@ class RateLimiter(PerKey):
         argument (swpy.h), cleared by close(). The site holds the handle, so
         that entries in flight (`with` records, tokens) exit safely after a
         close(): the memory goes with the limiter object."""
-        h = self._h
-        site = lib.swpy_site_new(h, self._flags, self._clock is not None)
-        if site == ffi.NULL:
-            raise MemoryError("libsw: no memory for a limiter site")
-        self._site = ffi.gc(site, lambda p, _h=h: lib.swpy_site_free(p))
-        self._site_addr = int(ffi.cast("intptr_t", site))
+        self._site = _Site(self._h, self._flags, self._clock is not None)
+        self._site_addr = self._site.n
         self._fast_site = 0 if self._clock is not None else self._site_addr  # try_acquire's
 
     def _site_for_wrapper(self) -> Tuple[Any, int]:
@@ -952,8 +966,7 @@ class RateLimiter(PerKey):
         if self._key is not None:  # a key's limiter: only this handle
             with root.lock:
                 self._h = _CLOSED
-                if self._site is not None:
-                    lib.swpy_site_clear(self._site)
+                self._site.clear()
             return
         with root.lock:
             root.closed = True
@@ -961,8 +974,7 @@ class RateLimiter(PerKey):
                 if m._cluster is not None and m._h is not _CLOSED:
                     m._cluster.remove(m._h)  # before the handle can be freed
                 m._h = _CLOSED
-                if m._site is not None:
-                    lib.swpy_site_clear(m._site)
+                m._site.clear()
             root.members.clear()
             if self._kt is not None:
                 self._kt.close()

@@ -14,8 +14,8 @@ from ._libsw import lib
 
 _EXIT_ERROR: int = lib.SW_EXIT_ERROR
 _STALE: int = lib.SWPY_STALE
-_exit_ok = lib.swpy_exit_ok
-_exit_err = lib.swpy_exit_err
+_release_ok = lib.swpy_release_ok
+_release_err = lib.swpy_release_err
 _exit_at = lib.swpy_exit_token_at
 _token_remaining = lib.swpy_token_remaining
 
@@ -68,7 +68,7 @@ class Permit:
         """End the admitted work (once; later calls do nothing)."""
         tok = self._tok
         if tok:
-            rem = _exit_err(tok) if error else _exit_ok(tok)
+            rem = _release_err(tok) if error else _release_ok(tok)
             if rem < 0:
                 return self._failed(tok, rem)
             self._rem = rem
