@@ -73,10 +73,10 @@ def make_with() -> Callable[..., Any]:
 
 
 def make_try() -> Callable[..., Any]:
-    try_acquire = libsw.RateLimiter(THRESHOLD).try_acquire
+    lim = libsw.RateLimiter(THRESHOLD)
 
     def limited(*args: Any, **kwargs: Any) -> Any:
-        p = try_acquire()
+        p = lim.try_acquire()
         if not p:
             raise RuntimeError("blocked")
         try:

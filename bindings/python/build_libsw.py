@@ -565,6 +565,7 @@ int64_t swpy_with_push(int64_t site, sw_limiter *l, int64_t t0);
 int64_t swpy_with_exit(int64_t site);
 int64_t swpy_with_exit_err(int64_t site);
 int64_t swpy_with_exit_at(int64_t site, int64_t t, uint32_t flags);
+int swpy_install(void);
 int64_t swpy_kenter(sw_keyed *k, const char *key, size_t len, int64_t n);
 int64_t swpy_kenter_at(sw_keyed *k, int64_t t, const char *key, size_t len, int64_t n);
 int swpy_kexit(sw_keyed *k, const char *key, size_t len, int64_t t0, int64_t n, uint32_t flags);
@@ -573,7 +574,8 @@ int swpy_kexit_at(sw_keyed *k, int64_t t, const char *key, size_t len, int64_t t
 """
 
 # The binding's glue (swpy.h, swpy.c next to this file): the hot paths' calls
-# with one integer argument each, clock reads and response times in C.
+# with one integer argument each, clock reads and response times in C; and
+# RateLimiter's special methods of `with` and `async with` (swpy_py.c).
 PREAMBLE = '#include "swpy.h"\n'
 
 # Until swpy.c needed the thread state, the module was built for the limited
@@ -590,7 +592,7 @@ ffibuilder.cdef(CDEF)
 ffibuilder.set_source(
     "libsw._libsw",
     PREAMBLE,
-    sources=[os.path.join(HERE, "swpy.c")] + libsw_sources(SRC_DIR),
+    sources=[os.path.join(HERE, "swpy.c"), os.path.join(HERE, "swpy_py.c")] + libsw_sources(SRC_DIR),
     include_dirs=[GENERATED, SRC_DIR, HERE] + (HIREDIS[0] if HIREDIS else []),
     # swpy.c reads a field of the thread state (the current context), which
     # the limited API hides: the module is built for one CPython version.

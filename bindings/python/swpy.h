@@ -97,6 +97,10 @@ int64_t swpy_with_exit(int64_t site);
 int64_t swpy_with_exit_err(int64_t site);
 int64_t swpy_with_exit_at(int64_t site, int64_t t, uint32_t flags);
 
+/* ---- RateLimiter's __enter__, __exit__, __aenter__, __aexit__ (swpy_py.c) ---- */
+/* Install them on libsw._limiter.RateLimiter: 0, or -1 (the error printed). */
+int swpy_install(void);
+
 /* ---- keyed tables ----
  * Only a plain pass returns t0: a new key let through uncounted (full,
  * on_full open) and a dry-run pass that would have blocked are

@@ -41,7 +41,7 @@ from ._errors import ArgumentError, BlockedError, ClosedError, check, error_from
 from ._keyed import KeyedTable, KeyLimiter, keys_segment_name
 from ._libsw import ffi, lib
 from ._perkey import PerKey, check_on_full
-from ._permit import Permit, _ClockPermit, _Outcome, admitted, new_permit, refused
+from ._permit import Permit, _ClockPermit, _Outcome, admitted, refused
 from ._util import (
     CLOSED,
     UINT32_MAX,
@@ -92,8 +92,6 @@ _RULE_KEYS = (
 
 # The fast paths' C calls (swpy.h), each of one integer.
 _with_enter = lib.swpy_with_enter
-_with_exit = lib.swpy_with_exit
-_with_exit_err = lib.swpy_with_exit_err
 _acquire = lib.swpy_acquire_site
 _NOT_PASS: int = lib.SWPY_NOT_PASS
 _NO_CONTEXT: int = lib.SWPY_NO_CONTEXT
@@ -678,37 +676,36 @@ class RateLimiter(PerKey):
         return limited
 
     # ------------------------------------------------------ context manager
-    # An entry is recorded in C with the context current in the thread (a
-    # task's, a greenlet's, the thread's); the exit ends the latest entry of
-    # this limiter in that context (swpy.h). No Python object per entry.
+    # `with lim:` and `async with lim:` are C methods (swpy_py.c, installed
+    # below the class): an entry is recorded in C with the context current
+    # in the thread (a task's, a greenlet's, the thread's), and the exit ends
+    # the latest entry of this limiter in that context (swpy.h). What is not
+    # a plain pass or a plain exit comes to the methods here.
 
-    def __enter__(self) -> "RateLimiter":
-        rc = _with_enter(self._site_addr)
+    if TYPE_CHECKING:
+
+        def __enter__(self) -> "RateLimiter": ...
+
+        def __exit__(self, et: Any, ev: Any, tb: Any) -> None: ...
+
+        async def __aenter__(self) -> "RateLimiter": ...
+
+        async def __aexit__(self, et: Any, ev: Any, tb: Any) -> None: ...
+
+    def _enter_slow(self, rc: int) -> "RateLimiter":
+        """__enter__ after an entry that did not pass at once (rc)."""
+        rc = self._with_retry(rc)
         if rc:
-            rc = self._with_retry(rc)
-            if rc:
-                h = self._h
-                self._with_push(h, self._slow(h, rc, 1, self._flags, self._blocking, self._timeout))
+            h = self._h
+            self._with_push(h, self._slow(h, rc, 1, self._flags, self._blocking, self._timeout))
         return self
 
-    def __exit__(self, et: Any, ev: Any, tb: Any) -> None:
-        rc = _with_exit(self._site_addr) if et is None else _with_exit_err(self._site_addr)
+    async def _aenter_slow(self, rc: int) -> "RateLimiter":
+        rc = self._with_retry(rc)
         if rc:
-            self._with_exit_slow(rc, et is not None)
-
-    async def __aenter__(self) -> "RateLimiter":
-        rc = _with_enter(self._site_addr)
-        if rc:
-            rc = self._with_retry(rc)
-            if rc:
-                h = self._h
-                self._with_push(h, await self._slow_async(h, rc, 1, self._flags, self._blocking, self._timeout))
+            h = self._h
+            self._with_push(h, await self._slow_async(h, rc, 1, self._flags, self._blocking, self._timeout))
         return self
-
-    async def __aexit__(self, et: Any, ev: Any, tb: Any) -> None:
-        rc = _with_exit(self._site_addr) if et is None else _with_exit_err(self._site_addr)
-        if rc:
-            self._with_exit_slow(rc, et is not None)
 
     def _with_retry(self, rc: int) -> int:
         """An entry of `with` that did not pass at once: make the thread's
@@ -736,7 +733,8 @@ class RateLimiter(PerKey):
             self._exit(h, t0, 1, False)
             raise MemoryError("libsw: no memory for an entry record")
 
-    def _with_exit_slow(self, rc: int, error: bool) -> None:
+    def _exit_slow(self, rc: int, error: bool) -> None:
+        """__exit__ after an exit that did not end an entry at once (rc)."""
         if rc == _CLOCKED:
             rc = lib.swpy_with_exit_at(self._site_addr, self._clock(), _EXIT_ERROR if error else 0)  # type: ignore[misc]
         if rc == _NO_ENTRY:
@@ -775,7 +773,7 @@ class RateLimiter(PerKey):
                         self._token(h, t0, n, remaining), remaining, info[0], info[2], bool(d.would_block))
 
     def _fast_permit(self, n: int, tok: int) -> Permit:
-        p = new_permit(Permit)
+        p = Permit()
         p._lim = self
         p.n = n
         p._tok = tok
@@ -831,7 +829,7 @@ class RateLimiter(PerKey):
         if site and n is _ONE and key is None:  # the fast path: one C call
             tok = _acquire(site)
             if tok > 0:
-                p = new_permit(Permit)
+                p = Permit()
                 p._lim = self
                 p.n = 1
                 p._tok = tok
@@ -993,6 +991,9 @@ class RateLimiter(PerKey):
                 "sent to another process; use segment= to share one across processes"
             )
         return (_reopen, (root.init_kwargs, self._key))
+
+
+check(lib.swpy_install(), "RateLimiter's with statement (swpy_py.c)")
 
 
 def _reopen(kwargs: Dict[str, Any], key: Optional[Union[str, bytes]]) -> Union[RateLimiter, KeyLimiter]:
