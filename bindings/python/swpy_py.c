@@ -1,17 +1,23 @@
-/* The special methods of `with` and `async with` of libsw.RateLimiter,
- * written against the Python C API and installed on the class by
- * swpy_install() (libsw/_limiter.py calls it once).
+/* The fast paths of the forms of a limiter other than the decorator, as
+ * methods written against the Python C API, installed by swpy_install()
+ * (libsw/_limiter.py calls it once): RateLimiter's __enter__, __exit__,
+ * __aenter__, __aexit__ and try_acquire, and Permit's release.
  *
- * Why in C: the interpreter calls __enter__ and __aenter__ from C, which
- * costs a new interpreter frame when they are Python functions (about as
- * much as the rest of the entry), and `async with` awaits what __aenter__
- * and __aexit__ return: coroutines, unless they return an awaitable that is
- * already done. Here each is one call of swpy.c (the GIL released around it,
- * as CFFI does) and, for `async with`, a done awaitable. Whatever is not a
- * plain pass or a plain exit goes to the Python methods of the limiter
- * (_enter_slow, _aenter_slow, _exit_slow), which decide and raise as
- * before. */
+ * Why in C: a Python method costs an interpreter frame, and the interpreter
+ * calls __enter__ and __aenter__ from C, which costs a new one; `async with`
+ * awaits what __aenter__ and __aexit__ return: coroutines, unless they
+ * return an awaitable that is already done. Each method here is one call of
+ * swpy.c, the GIL released around it as CFFI does (and, for `async with`, a
+ * done awaitable). Whatever is not a plain pass or a plain exit goes to the
+ * Python methods (_enter_slow, _aenter_slow, _exit_slow, _try_acquire,
+ * _try_acquired, Permit._failed), which decide and raise as before. The
+ * attributes read here are slots, read at their offsets. */
 #include <Python.h>
+#include <structmember.h>
+
+#if PY_VERSION_HEX < 0x03090000
+#define PyObject_Vectorcall _PyObject_Vectorcall
+#endif
 
 #include "swpy.h"
 
@@ -79,17 +85,52 @@ static PyType_Spec swpy_done_spec = {
     "libsw._libsw.Done", sizeof(swpy_done), 0, Py_TPFLAGS_DEFAULT, swpy_done_slots,
 };
 
-/* ------------------------------------------------------ the methods */
+/* ------------------------------------------------------------ slots */
 
-static PyObject *swpy_s_site, *swpy_s_enter_slow, *swpy_s_aenter_slow, *swpy_s_exit_slow;
+static PyObject *swpy_s_enter_slow, *swpy_s_aenter_slow, *swpy_s_exit_slow, *swpy_s_try_acquire,
+    *swpy_s_try_acquired, *swpy_s_failed, *swpy_s_key, *swpy_s_error;
+static PyTypeObject *swpy_permit_type;
+static PyObject *swpy_zero, *swpy_one;
+/* Offsets of slots: RateLimiter's _site_addr and _fast_site, Permit's. */
+static Py_ssize_t swpy_o_site, swpy_o_fast, swpy_o_lim, swpy_o_n, swpy_o_tok, swpy_o_rem;
 
-/* The limiter's site (its attribute _site_addr), or -1 with an exception. */
+static inline PyObject **swpy_slot(PyObject *o, Py_ssize_t off) {
+  return (PyObject **)((char *)o + off);
+}
+
+/* An int slot (0 when unset). */
+static inline int64_t swpy_slot_int(PyObject *o, Py_ssize_t off) {
+  PyObject *v = *swpy_slot(o, off);
+  return v == NULL ? 0 : PyLong_AsLongLong(v);
+}
+
+/* Set a slot to a new reference (value stolen). */
+static inline void swpy_slot_set(PyObject *o, Py_ssize_t off, PyObject *value) {
+  PyObject **slot = swpy_slot(o, off), *old = *slot;
+  *slot = value;
+  Py_XDECREF(old);
+}
+
+/* The offset of slot name of cls; -1 with an exception. */
+static Py_ssize_t swpy_slot_offset(PyObject *cls, const char *name) {
+  PyObject *d = PyObject_GetAttrString(cls, name);
+  if (d == NULL) return -1;
+  Py_ssize_t off = -1;
+  if (Py_TYPE(d) == &PyMemberDescr_Type && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX)
+    off = ((PyMemberDescrObject *)d)->d_member->offset;
+  else
+    PyErr_Format(PyExc_TypeError, "%s is not a slot", name);
+  Py_DECREF(d);
+  return off;
+}
+
+/* ---------------------------------------------------- with, async with */
+
+/* The limiter's site (its slot _site_addr), or -1 with an exception. */
 static int64_t swpy_site_of(PyObject *self) {
-  PyObject *o = PyObject_GetAttr(self, swpy_s_site);
-  if (o == NULL) return -1;
-  int64_t site = PyLong_AsLongLong(o);
-  Py_DECREF(o);
-  return site;
+  int64_t site = swpy_slot_int(self, swpy_o_site);
+  if (site <= 0 && !PyErr_Occurred()) PyErr_SetString(PyExc_AttributeError, "_site_addr");
+  return site <= 0 ? -1 : site;
 }
 
 static int64_t swpy_enter_now(PyObject *self) {
@@ -150,6 +191,73 @@ static PyObject *swpy_m_aexit(PyObject *self, PyObject *const *args, Py_ssize_t 
   return swpy_ref(swpy_done_none);
 }
 
+/* ------------------------------------------------ try_acquire, release */
+
+/* try_acquire(n=1, *, key=None): one unit, no key, no custom clock here. */
+static PyObject *swpy_m_try_acquire(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                    PyObject *kwnames) {
+  int plain = nargs == 0 || (nargs == 1 && args[0] == swpy_one); /* (the small int 1: not True) */
+  if (plain && kwnames != NULL)
+    plain = PyTuple_GET_SIZE(kwnames) == 1 && args[nargs] == Py_None &&
+            PyUnicode_Compare(PyTuple_GET_ITEM(kwnames, 0), swpy_s_key) == 0;
+  int64_t site = plain ? swpy_slot_int(self, swpy_o_fast) : 0, tok;
+  if (site <= 0) {
+    if (PyErr_Occurred()) return NULL;
+    PyObject *m = PyObject_GetAttr(self, swpy_s_try_acquire);
+    if (m == NULL) return NULL;
+    PyObject *r = PyObject_Vectorcall(m, args, nargs, kwnames);
+    Py_DECREF(m);
+    return r;
+  }
+  Py_BEGIN_ALLOW_THREADS
+  tok = swpy_acquire_site(site);
+  Py_END_ALLOW_THREADS
+  if (tok <= 0) return swpy_slow(self, swpy_s_try_acquired, tok, NULL);
+  PyObject *t = PyLong_FromLongLong(tok);
+  /* Permit has no __new__ or __init__ of its own: its allocation is its making */
+  PyObject *p = t == NULL ? NULL : swpy_permit_type->tp_alloc(swpy_permit_type, 0);
+  if (p == NULL) { /* (the entry stays in flight, like a permit never released) */
+    Py_XDECREF(t);
+    return NULL;
+  }
+  swpy_slot_set(p, swpy_o_lim, swpy_ref(self));
+  swpy_slot_set(p, swpy_o_n, swpy_ref(swpy_one));
+  swpy_slot_set(p, swpy_o_tok, t);
+  return p;
+}
+
+/* Permit.release(error=False). */
+static PyObject *swpy_m_release(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames) {
+  Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  if (nargs + nkw > 1 || (nkw == 1 && PyUnicode_Compare(PyTuple_GET_ITEM(kwnames, 0), swpy_s_error))) {
+    PyErr_SetString(PyExc_TypeError, "release() takes one argument, error");
+    return NULL;
+  }
+  int error = nargs + nkw == 1 ? PyObject_IsTrue(args[0]) : 0;
+  if (error < 0) return NULL;
+  int64_t tok = swpy_slot_int(self, swpy_o_tok), rem;
+  if (tok <= 0) {
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE; /* released already, or refused */
+  }
+  Py_BEGIN_ALLOW_THREADS
+  rem = error ? swpy_release_err(tok) : swpy_release_ok(tok);
+  Py_END_ALLOW_THREADS
+  if (rem < 0) { /* Permit._failed(tok, rc) */
+    PyObject *t = PyLong_FromLongLong(tok), *c = PyLong_FromLongLong(rem), *r = NULL;
+    if (t != NULL && c != NULL) r = PyObject_CallMethodObjArgs(self, swpy_s_failed, t, c, NULL);
+    Py_XDECREF(t);
+    Py_XDECREF(c);
+    return r;
+  }
+  PyObject *r = PyLong_FromLongLong(rem);
+  if (r == NULL) return NULL;
+  swpy_slot_set(self, swpy_o_rem, r);
+  swpy_slot_set(self, swpy_o_tok, swpy_ref(swpy_zero));
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef swpy_methods[] = {
     {"__enter__", swpy_m_enter, METH_NOARGS, "Enter the limiter (BlockedError when refused)."},
     {"__exit__", (PyCFunction)(void (*)(void))swpy_m_exit, METH_FASTCALL,
@@ -157,43 +265,82 @@ static PyMethodDef swpy_methods[] = {
     {"__aenter__", swpy_m_aenter, METH_NOARGS, "async with: enter (waits with asyncio.sleep)."},
     {"__aexit__", (PyCFunction)(void (*)(void))swpy_m_aexit, METH_FASTCALL,
      "async with: exit the latest entry of this task."},
+    {"try_acquire", (PyCFunction)(void (*)(void))swpy_m_try_acquire, METH_FASTCALL | METH_KEYWORDS,
+     "try_acquire(n=1, *, key=None): a Permit, false when refused."},
     {NULL, NULL, 0, NULL},
 };
 
-/* Install the methods on libsw._limiter.RateLimiter: 0, or -1 with the
- * Python error printed (the import then fails on a missing __enter__). */
-int swpy_install(void) {
-  PyGILState_STATE g = PyGILState_Ensure();
-  int rc = -1;
-  PyObject *mod = NULL, *cls = NULL;
-  if (swpy_done_type == NULL) {
-    swpy_done_type = (PyTypeObject *)PyType_FromSpec(&swpy_done_spec);
-    if (swpy_done_type == NULL || (swpy_done_none = swpy_done_new(Py_None)) == NULL) goto out;
-    swpy_s_site = PyUnicode_InternFromString("_site_addr");
-    swpy_s_enter_slow = PyUnicode_InternFromString("_enter_slow");
-    swpy_s_aenter_slow = PyUnicode_InternFromString("_aenter_slow");
-    swpy_s_exit_slow = PyUnicode_InternFromString("_exit_slow");
-    if (!swpy_s_site || !swpy_s_enter_slow || !swpy_s_aenter_slow || !swpy_s_exit_slow) goto out;
-  }
-  if ((mod = PyImport_ImportModule("libsw._limiter")) == NULL) goto out;
-  if ((cls = PyObject_GetAttrString(mod, "RateLimiter")) == NULL) goto out;
-  if (!PyType_Check(cls)) {
-    PyErr_SetString(PyExc_TypeError, "libsw._limiter.RateLimiter is not a class");
-    goto out;
-  }
-  for (PyMethodDef *m = swpy_methods; m->ml_name != NULL; m++) {
+static PyMethodDef swpy_permit_methods[] = {
+    {"release", (PyCFunction)(void (*)(void))swpy_m_release, METH_FASTCALL | METH_KEYWORDS,
+     "release(error=False): end the admitted work (once; later calls do nothing)."},
+    {NULL, NULL, 0, NULL},
+};
+
+/* Set methods on cls: 0 or -1. */
+static int swpy_set_methods(PyObject *cls, PyMethodDef *defs) {
+  for (PyMethodDef *m = defs; m->ml_name != NULL; m++) {
     PyObject *d = PyDescr_NewMethod((PyTypeObject *)cls, m);
     if (d == NULL || PyObject_SetAttrString(cls, m->ml_name, d) < 0) {
       Py_XDECREF(d);
-      goto out;
+      return -1;
     }
     Py_DECREF(d);
   }
+  return 0;
+}
+
+/* The class name of module libsw.<mod>: a new reference, or NULL. */
+static PyObject *swpy_class(const char *mod, const char *name) {
+  PyObject *m = PyImport_ImportModule(mod), *c;
+  if (m == NULL) return NULL;
+  c = PyObject_GetAttrString(m, name);
+  Py_DECREF(m);
+  if (c != NULL && !PyType_Check(c)) {
+    PyErr_Format(PyExc_TypeError, "%s.%s is not a class", mod, name);
+    Py_CLEAR(c);
+  }
+  return c;
+}
+
+static PyObject *swpy_intern(const char *s) { return PyUnicode_InternFromString(s); }
+
+/* Install the methods on libsw._limiter.RateLimiter and libsw._permit.Permit:
+ * 0, or -1 with the Python error printed. */
+int swpy_install(void) {
+  PyGILState_STATE g = PyGILState_Ensure();
+  int rc = -1;
+  PyObject *lim = NULL, *permit = NULL;
+  if (swpy_done_type == NULL) {
+    swpy_done_type = (PyTypeObject *)PyType_FromSpec(&swpy_done_spec);
+    if (swpy_done_type == NULL || (swpy_done_none = swpy_done_new(Py_None)) == NULL) goto out;
+    if (!(swpy_s_enter_slow = swpy_intern("_enter_slow")) ||
+        !(swpy_s_aenter_slow = swpy_intern("_aenter_slow")) ||
+        !(swpy_s_exit_slow = swpy_intern("_exit_slow")) ||
+        !(swpy_s_try_acquire = swpy_intern("_try_acquire")) ||
+        !(swpy_s_try_acquired = swpy_intern("_try_acquired")) ||
+        !(swpy_s_failed = swpy_intern("_failed")) || !(swpy_s_key = swpy_intern("key")) ||
+        !(swpy_s_error = swpy_intern("error")) || !(swpy_zero = PyLong_FromLong(0)) ||
+        !(swpy_one = PyLong_FromLong(1)))
+      goto out;
+  }
+  if (!(lim = swpy_class("libsw._limiter", "RateLimiter")) ||
+      !(permit = swpy_class("libsw._permit", "Permit")))
+    goto out;
+  if ((swpy_o_site = swpy_slot_offset(lim, "_site_addr")) < 0 ||
+      (swpy_o_fast = swpy_slot_offset(lim, "_fast_site")) < 0 ||
+      (swpy_o_lim = swpy_slot_offset(permit, "_lim")) < 0 ||
+      (swpy_o_n = swpy_slot_offset(permit, "n")) < 0 ||
+      (swpy_o_tok = swpy_slot_offset(permit, "_tok")) < 0 ||
+      (swpy_o_rem = swpy_slot_offset(permit, "_rem")) < 0)
+    goto out;
+  Py_XSETREF(swpy_permit_type, (PyTypeObject *)swpy_ref(permit));
+  if (swpy_set_methods(lim, swpy_methods) < 0 || swpy_set_methods(permit, swpy_permit_methods) < 0)
+    goto out;
   rc = 0;
 out:
   if (rc < 0) PyErr_Print();
-  Py_XDECREF(cls);
-  Py_XDECREF(mod);
+  Py_XDECREF(lim);
+  Py_XDECREF(permit);
   PyGILState_Release(g);
   return rc;
 }

@@ -228,6 +228,10 @@ class RateLimiter(PerKey):
     raises and leaves no segment behind.
     """
 
+    # Read by the C methods (swpy_py.c) at their offsets: the site (swpy.h),
+    # and the same for try_acquire's fast path (0 with a custom clock).
+    __slots__ = ("_site_addr", "_fast_site")
+
     # --------------------------------------------------------- construction
 
     def __init__(
@@ -820,24 +824,18 @@ class RateLimiter(PerKey):
                                         self._timeout if timeout is None else timeout, info)
         return self._permit(h, n, rc, info)
 
-    def try_acquire(self, n: int = 1, *, key: Optional[Union[str, bytes]] = None) -> Permit:
-        """Enter with n units without raising on a refusal: returns a
-        :class:`Permit`, true when admitted (release it when done), false
-        with ``retry_after`` when refused. An admission that must wait
-        (pacing) is waited for with time.sleep before returning."""
-        site = self._fast_site
-        if site and n is _ONE and key is None:  # the fast path: one C call
-            tok = _acquire(site)
-            if tok > 0:
-                p = Permit()
-                p._lim = self
-                p.n = 1
-                p._tok = tok
-                return p
-            try:
-                return self._acquired(tok)
-            except BlockedError as e:
-                return refused(_Outcome, self, 1, e.retry_after, e.remaining)
+    if TYPE_CHECKING:
+
+        def try_acquire(self, n: int = 1, *, key: Optional[Union[str, bytes]] = None) -> Permit:
+            """A C method (swpy_py.c): the fast path, else _try_acquire."""
+
+    def _try_acquire(self, n: int = 1, *, key: Optional[Union[str, bytes]] = None) -> Permit:
+        """try_acquire(n=1, *, key=None): enter with n units without raising
+        on a refusal: returns a :class:`Permit`, true when admitted (release
+        it when done), false with ``retry_after`` when refused. An admission
+        that must wait (pacing) is waited for with time.sleep before
+        returning. (try_acquire is a C method for one unit without key=,
+        with this behaviour; the rest comes here.)"""
         if key is not None and self._kt is not None:
             return self._kt.try_acquire(self, key, n)
         try:
@@ -845,12 +843,15 @@ class RateLimiter(PerKey):
         except BlockedError as e:
             return refused(_Outcome, self._target(key), n, e.retry_after, e.remaining)
 
-    def _acquired(self, rc: int) -> Permit:
-        """The permit of an entry of one unit that did not pass at once (rc):
-        waited for (a WAIT verdict), or BlockedError."""
+    def _try_acquired(self, rc: int) -> Permit:
+        """try_acquire() after an entry of one unit that did not pass at once
+        (rc): waited for (a WAIT verdict), or a false permit."""
         h = self._h
         info = new_info()
-        return self._permit(h, 1, self._slow(h, rc, 1, self._flags, False, None, info), info)
+        try:
+            return self._permit(h, 1, self._slow(h, rc, 1, self._flags, False, None, info), info)
+        except BlockedError as e:
+            return refused(_Outcome, self, 1, e.retry_after, e.remaining)
 
     async def try_acquire_async(self, n: int = 1, *, key: Optional[Union[str, bytes]] = None) -> Permit:
         """:meth:`try_acquire` for coroutines."""

@@ -7,15 +7,13 @@ release() ends once, from any thread, with one C call of that integer.
 from __future__ import annotations
 
 import time
-from typing import Any, Type, TypeVar
+from typing import TYPE_CHECKING, Any, Type, TypeVar
 
 from ._errors import error_from_code
 from ._libsw import lib
 
 _EXIT_ERROR: int = lib.SW_EXIT_ERROR
 _STALE: int = lib.SWPY_STALE
-_release_ok = lib.swpy_release_ok
-_release_err = lib.swpy_release_err
 _exit_at = lib.swpy_exit_token_at
 _token_remaining = lib.swpy_token_remaining
 
@@ -64,15 +62,12 @@ class Permit:
         """Admitted and not yet released."""
         return self._tok != 0
 
-    def release(self, error: bool = False) -> None:
-        """End the admitted work (once; later calls do nothing)."""
-        tok = self._tok
-        if tok:
-            rem = _release_err(tok) if error else _release_ok(tok)
-            if rem < 0:
-                return self._failed(tok, rem)
-            self._rem = rem
-            self._tok = 0
+    if TYPE_CHECKING:
+
+        def release(self, error: bool = False) -> None:
+            """End the admitted work (once; later calls do nothing). A C
+            method (swpy_py.c): one C call ends the token's entry; the
+            remaining count goes to _rem, 0 to _tok."""
 
     def _failed(self, tok: int, rc: int) -> None:
         """A release whose C exit did not end the entry: another thread
