@@ -14,8 +14,9 @@ Modes: plain, libsw (the decorator), with (`with lim:` around the call),
 try (p = lim.try_acquire(), the call, p.release(); release(True) when it
 raises), async-plain (an undecorated coroutine, awaited), async-libsw (the
 decorator on a coroutine), async-with (`async with lim:` around the await),
-limits-fixed, limits-moving (and, with --variants, libsw-ffinew,
-libsw-tlocal, libsw-ptr). Async modes await the coroutine in a loop inside
+limits-fixed, limits-moving (and, with --variants, the designs compared:
+libsw-ffinew, libsw-tlocal, libsw-ptr for the decorator; with-contextvars,
+with-pymethods, try-python, async-with-coroutines for the other forms). Async modes await the coroutine in a loop inside
 one asyncio.run. Every limiter has a threshold it never reaches, so every
 call passes. run.sh prints both measures, and a summary: each form's ns and
 instructions per call and its ratio to the decorator's
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextvars
 import inspect
 import itertools
 import sys
@@ -223,6 +225,138 @@ def make_libsw_ptr() -> Callable[..., Any]:
     return limited
 
 
+# Designs of the other forms compared (--variants): where `with` keeps its
+# entry, and whether the forms' methods are Python functions or C methods.
+
+
+def _with_variant(kind: str) -> Callable[..., Any]:
+    """`with` over the C calls: "contextvars" keeps (handle, t0) in a
+    ContextVar stack (the design before the records in C); "pymethods" has
+    Python __enter__ / __exit__ over the C records matched by context."""
+    lim = libsw.RateLimiter(THRESHOLD)
+    h, site = lim._h, lim._site_addr
+    enter, exit_ = lib.swpy_enter, lib.swpy_exit
+    with_enter, with_exit, with_exit_err = lib.swpy_with_enter, lib.swpy_with_exit, lib.swpy_with_exit_err
+    active: "contextvars.ContextVar[Any]" = contextvars.ContextVar("bench_active", default=None)
+    active.set(None)  # (the thread's context)
+
+    class ContextVars:
+        def __enter__(self) -> "ContextVars":
+            t0 = enter(h, 1, 0)
+            if t0 < 0:
+                raise RuntimeError("blocked or wait")
+            active.set((t0, active.get()))
+            return self
+
+        def __exit__(self, et: Any, ev: Any, tb: Any) -> None:
+            t0, prev = active.get()
+            active.set(prev)
+            exit_(h, t0, 1, et is not None)
+
+    class PyMethods:
+        def __enter__(self) -> "PyMethods":
+            if with_enter(site):
+                raise RuntimeError("blocked or wait")
+            return self
+
+        def __exit__(self, et: Any, ev: Any, tb: Any) -> None:
+            rc = with_exit(site) if et is None else with_exit_err(site)
+            if rc:
+                raise RuntimeError("no entry")
+
+    cm = ContextVars() if kind == "contextvars" else PyMethods()
+
+    def limited(*args: Any, **kwargs: Any) -> Any:
+        with cm:
+            return target(*args, **kwargs)
+
+    limited.keep = lim  # type: ignore[attr-defined]
+    return limited
+
+
+def make_with_contextvars() -> Callable[..., Any]:
+    return _with_variant("contextvars")
+
+
+def make_with_pymethods() -> Callable[..., Any]:
+    return _with_variant("pymethods")
+
+
+def make_try_python() -> Callable[..., Any]:
+    """try_acquire + release as Python methods over the same C calls."""
+    lim = libsw.RateLimiter(THRESHOLD)
+    site = lim._site_addr
+    acquire, release_ok, release_err = lib.swpy_acquire_site, lib.swpy_release_ok, lib.swpy_release_err
+
+    class PyPermit:
+        __slots__ = ("_lim", "n", "_tok", "_rem")
+
+        def release(self, error: bool = False) -> None:
+            tok = self._tok
+            if tok:
+                rem = release_err(tok) if error else release_ok(tok)
+                if rem < 0:
+                    raise RuntimeError("release")
+                self._rem = rem
+                self._tok = 0
+
+    class PyLimiter:
+        def try_acquire(self, n: int = 1, *, key: Any = None) -> PyPermit:
+            tok = acquire(site)
+            if tok <= 0:
+                raise RuntimeError("blocked or wait")
+            p = PyPermit()
+            p._lim = self
+            p.n = 1
+            p._tok = tok
+            return p
+
+    pl = PyLimiter()
+
+    def limited(*args: Any, **kwargs: Any) -> Any:
+        p = pl.try_acquire()
+        if not p:
+            raise RuntimeError("blocked")
+        try:
+            result = target(*args, **kwargs)
+        except BaseException:
+            p.release(True)
+            raise
+        p.release()
+        return result
+
+    limited.keep = lim  # type: ignore[attr-defined]
+    return limited
+
+
+def make_async_with_coroutines() -> Callable[..., Any]:
+    """`async with` whose __aenter__ / __aexit__ are coroutines over the C
+    records (the C methods return a done awaitable instead)."""
+    lim = libsw.RateLimiter(THRESHOLD)
+    site = lim._site_addr
+    with_enter, with_exit, with_exit_err = lib.swpy_with_enter, lib.swpy_with_exit, lib.swpy_with_exit_err
+
+    class Coroutines:
+        async def __aenter__(self) -> "Coroutines":
+            if with_enter(site):
+                raise RuntimeError("blocked or wait")
+            return self
+
+        async def __aexit__(self, et: Any, ev: Any, tb: Any) -> None:
+            rc = with_exit(site) if et is None else with_exit_err(site)
+            if rc:
+                raise RuntimeError("no entry")
+
+    cm = Coroutines()
+
+    async def limited(*args: Any, **kwargs: Any) -> Any:
+        async with cm:
+            return await target_async(*args, **kwargs)
+
+    limited.keep = lim  # type: ignore[attr-defined]
+    return limited
+
+
 # ----------------------------------------------------------- per key
 
 
@@ -289,6 +423,10 @@ MODES: Dict[str, Callable[[], Callable[..., Any]]] = {
     "libsw-ffinew": make_libsw_ffinew,
     "libsw-tlocal": make_libsw_tlocal,
     "libsw-ptr": make_libsw_ptr,
+    "with-contextvars": make_with_contextvars,
+    "with-pymethods": make_with_pymethods,
+    "try-python": make_try_python,
+    "async-with-coroutines": make_async_with_coroutines,
     "plain-key": make_plain_key,
     "key-existing": make_key_existing,
     "key-new": make_key_new,
@@ -307,6 +445,10 @@ LABELS = {
     "libsw-ffinew": "libsw raw API, ffi.new per call",
     "libsw-tlocal": "libsw raw API, threading.local",
     "libsw-ptr": "libsw glue (ptr,int,int), C TLS",
+    "with-contextvars": "with: ContextVar stack",
+    "with-pymethods": "with: Python methods, C records",
+    "try-python": "try_acquire: Python methods",
+    "async-with-coroutines": "async with: coroutine methods",
     "plain-key": "undecorated call + key generation",
     "key-existing": "per key, existing key",
     "key-new": "per key, new key",
@@ -413,7 +555,8 @@ def main() -> int:
     modes = ["plain", "libsw", "with", "try", "async-plain", "async-libsw", "async-with",
              "limits-fixed", "limits-moving", "plain-key", "key-existing", "key-new"]
     if a.variants:
-        modes += ["libsw-ffinew", "libsw-tlocal", "libsw-ptr"]
+        modes += ["libsw-ffinew", "libsw-tlocal", "libsw-ptr", "with-contextvars", "with-pymethods",
+                  "try-python", "async-with-coroutines"]
     if a.modes:
         modes = a.modes.split(",")
     print("python %s, libsw %s, %d runs (best kept)" % (sys.version.split()[0], libsw.__version__, a.runs))

@@ -15,7 +15,7 @@
 # bindings/python/run-tests.sh), CALLS (default 20000), CALLS_MOVING
 # (default 2000: limits' moving window inserts at the head of a Python list,
 # so its cost grows with the hits inside the window), NO_CALLGRIND=1,
-# VARIANTS=1 (also the hot-path designs the decorator was chosen against),
+# VARIANTS=1 (also the hot-path designs each form was chosen against),
 # MODES (the modes to count with callgrind; default: all).
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -57,7 +57,8 @@ echo "== callgrind instructions per call (CALLS=$CALLS, moving window: $CALLS_MO
 printf '%-24s %14s %14s\n' mode "instr/call" "overhead"
 DEFAULT_MODES="plain libsw with try async-plain async-libsw async-with limits-fixed limits-moving"
 DEFAULT_MODES="$DEFAULT_MODES plain-key key-existing key-new"
-[ "${VARIANTS:-0}" = 1 ] && DEFAULT_MODES="$DEFAULT_MODES libsw-ffinew libsw-tlocal libsw-ptr"
+[ "${VARIANTS:-0}" = 1 ] && DEFAULT_MODES="$DEFAULT_MODES libsw-ffinew libsw-tlocal libsw-ptr \
+  with-contextvars with-pymethods try-python async-with-coroutines"
 : >"$TMP/instr"
 for mode in ${MODES:-$DEFAULT_MODES}; do
   n=$CALLS

@@ -18,9 +18,11 @@
 /* ------------------------------------------------------------- tables */
 /* Sites and records are named by their index in a table of chunks: CFFI
  * converts a Python int below 2^30 (one digit) to C and back several times
- * faster than an address (two or three digits). A token is a record's
- * index and 8 bits of its generation: below 2^30 too. Chunks are never
- * freed: a stale token may still read its record's generation. */
+ * faster than an address (two or three digits). A site's number and a
+ * token are an index and 8 bits of a generation above it, below 2^30 too:
+ * a `with` record of a site freed since never matches the site that takes
+ * its place, and a token ends its entry once. Chunks are never freed: a
+ * stale token may still read its record's generation. */
 #define SWPY_CHUNK_BITS 10
 #define SWPY_CHUNK (1u << SWPY_CHUNK_BITS)
 #define SWPY_INDEX_BITS 22 /* up to 4,194,304 sites, and records */
@@ -33,6 +35,7 @@ typedef struct swpy_site {
   uint32_t flags;
   int clocked;
   uint32_t next_free; /* free sites */
+  uint32_t gen;       /* times freed: a site's number holds 8 bits of it */
 } swpy_site;
 
 /* An entry in flight: of a token (a decorator's call, a permit) or of a
@@ -72,8 +75,9 @@ static uint32_t swpy_sites, swpy_site_free_head; /* sites made; free ones (0: no
 static uint32_t swpy_recs;                       /* records made */
 static swpy_rec *swpy_pool; /* free records of exited threads and over SWPY_FREE_MAX */
 
-static inline swpy_site *swpy_site_at(int64_t i) {
-  return &atomic_load_explicit(&swpy_site_chunks[(uint32_t)i >> SWPY_CHUNK_BITS],
+static inline swpy_site *swpy_site_at(int64_t site) {
+  uint32_t i = (uint32_t)site & SWPY_INDEX_MASK;
+  return &atomic_load_explicit(&swpy_site_chunks[i >> SWPY_CHUNK_BITS],
                                memory_order_acquire)[i & (SWPY_CHUNK - 1)];
 }
 
@@ -237,7 +241,14 @@ int swpy_gil_held(void) { return PyGILState_Check(); }
 
 /* ------------------------------------------------------------- sites */
 
+/* A fork() copies the tables' lock as it is: held by no thread of the child. */
+static void swpy_fork_prepare(void) { pthread_mutex_lock(&swpy_table_lock); }
+static void swpy_fork_done(void) { pthread_mutex_unlock(&swpy_table_lock); }
+static void swpy_fork_init(void) { pthread_atfork(swpy_fork_prepare, swpy_fork_done, swpy_fork_done); }
+static pthread_once_t swpy_fork_once = PTHREAD_ONCE_INIT;
+
 int64_t swpy_site_new(sw_limiter *l, uint32_t flags, int clocked) {
+  pthread_once(&swpy_fork_once, swpy_fork_init);
   pthread_mutex_lock(&swpy_table_lock);
   uint32_t i = swpy_site_free_head;
   if (i != 0) {
@@ -263,8 +274,9 @@ int64_t swpy_site_new(sw_limiter *l, uint32_t flags, int clocked) {
   atomic_store_explicit(&s->l, l, memory_order_release);
   s->flags = flags;
   s->clocked = clocked;
+  int64_t site = (int64_t)((s->gen & SWPY_GEN_MASK) << SWPY_INDEX_BITS | i);
   pthread_mutex_unlock(&swpy_table_lock);
-  return i;
+  return site;
 }
 
 void swpy_site_clear(int64_t site) { atomic_store(&swpy_site_at(site)->l, NULL); }
@@ -273,8 +285,9 @@ void swpy_site_free(int64_t site) {
   pthread_mutex_lock(&swpy_table_lock);
   swpy_site *s = swpy_site_at(site);
   atomic_store(&s->l, NULL);
+  s->gen++;
   s->next_free = swpy_site_free_head;
-  swpy_site_free_head = (uint32_t)site;
+  swpy_site_free_head = (uint32_t)site & SWPY_INDEX_MASK;
   pthread_mutex_unlock(&swpy_table_lock);
 }
 

@@ -259,20 +259,27 @@ static PyObject *swpy_m_release(PyObject *self, PyObject *const *args, Py_ssize_
 }
 
 static PyMethodDef swpy_methods[] = {
-    {"__enter__", swpy_m_enter, METH_NOARGS, "Enter the limiter (BlockedError when refused)."},
+    {"__enter__", swpy_m_enter, METH_NOARGS,
+     "__enter__($self, /)\n--\n\nEnter with one unit: BlockedError when refused, unless the "
+     "limiter blocks; a wait is waited for (time.sleep)."},
     {"__exit__", (PyCFunction)(void (*)(void))swpy_m_exit, METH_FASTCALL,
-     "Exit the latest entry of this thread or task; an exception is counted."},
-    {"__aenter__", swpy_m_aenter, METH_NOARGS, "async with: enter (waits with asyncio.sleep)."},
+     "__exit__($self, et, ev, tb, /)\n--\n\nEnd the latest entry of this limiter in this thread "
+     "or task (an exception counted when et is not None); RuntimeError without one."},
+    {"__aenter__", swpy_m_aenter, METH_NOARGS,
+     "__aenter__($self, /)\n--\n\n__enter__ for `async with`: waits with asyncio.sleep."},
     {"__aexit__", (PyCFunction)(void (*)(void))swpy_m_aexit, METH_FASTCALL,
-     "async with: exit the latest entry of this task."},
+     "__aexit__($self, et, ev, tb, /)\n--\n\n__exit__ for `async with`."},
     {"try_acquire", (PyCFunction)(void (*)(void))swpy_m_try_acquire, METH_FASTCALL | METH_KEYWORDS,
-     "try_acquire(n=1, *, key=None): a Permit, false when refused."},
+     "try_acquire($self, /, n=1, *, key=None)\n--\n\nEnter with n units without raising on a "
+     "refusal: a Permit, true when admitted (release it when done), false with retry_after when "
+     "refused. An admission that must wait (pacing) is waited for with time.sleep first."},
     {NULL, NULL, 0, NULL},
 };
 
 static PyMethodDef swpy_permit_methods[] = {
     {"release", (PyCFunction)(void (*)(void))swpy_m_release, METH_FASTCALL | METH_KEYWORDS,
-     "release(error=False): end the admitted work (once; later calls do nothing)."},
+     "release($self, /, error=False)\n--\n\nEnd the admitted work (once; later calls do "
+     "nothing): records its response time, a success, or an exception with error=True."},
     {NULL, NULL, 0, NULL},
 };
 

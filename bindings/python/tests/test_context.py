@@ -1,5 +1,6 @@
 """with lim: / async with lim: and the Permit API."""
 import asyncio
+import gc
 import threading
 
 import pytest
@@ -308,3 +309,16 @@ def test_permits_released_in_other_threads_and_after_their_thread_ended():
     for _ in range(300):  # the records come back to use
         lim.try_acquire().release()
     assert lim.minute_metric().success() == 600
+
+
+def test_an_entry_never_exited_does_not_outlive_its_limiter():
+    lim = libsw.RateLimiter(concurrency=5)
+    lim.__enter__()
+    del lim
+    gc.collect()  # its site is freed: the next limiter may take its place
+    lim2 = libsw.RateLimiter(concurrency=5)
+    with pytest.raises(RuntimeError):
+        lim2.__exit__(None, None, None)
+    with lim2:
+        assert lim2.stats().concurrency == 1
+    assert lim2.stats().concurrency == 0

@@ -93,7 +93,6 @@ _RULE_KEYS = (
 # The fast paths' C calls (swpy.h), each of one integer.
 _with_enter = lib.swpy_with_enter
 _acquire = lib.swpy_acquire_site
-_NOT_PASS: int = lib.SWPY_NOT_PASS
 _NO_CONTEXT: int = lib.SWPY_NO_CONTEXT
 _NO_ENTRY: int = lib.SWPY_NO_ENTRY
 _CLOCKED: int = lib.SWPY_CLOCKED
