@@ -100,6 +100,33 @@ def test_use_after_os_fork(clock):
     assert lim.stats().pass_qps == 1
 
 
+def test_entries_in_flight_across_os_fork():
+    """A `with` entry and a permit made before fork() end in the parent and,
+    as copies, in the child; the child makes and ends its own."""
+    lim = libsw.RateLimiter(concurrency=10)
+    p = lim.try_acquire()
+    r, w = os.pipe()
+    with lim:
+        pid = os.fork()
+        if pid == 0:  # child
+            try:
+                with lim:
+                    p.release()
+                    q = lim.try_acquire()
+                    q.release()
+                ok = lim.stats().concurrency == 1  # the with entered before the fork
+                os.write(w, b"%d" % (0 if ok else 1))
+            finally:
+                os._exit(0)
+    os.close(w)
+    assert os.read(r, 8) == b"0"
+    os.waitpid(pid, 0)
+    os.close(r)
+    assert lim.stats().concurrency == 1
+    p.release()
+    assert lim.stats().concurrency == 0
+
+
 def test_heap_limiter_is_not_picklable():
     with pytest.raises(TypeError, match="segment"):
         pickle.dumps(libsw.RateLimiter(1))
