@@ -181,9 +181,12 @@ static inline void swpy_rec_put(swpy_thread *t, swpy_rec *r) {
   swpy_pool_push(r, last);
 }
 
-/* End a record's entry that did not happen or has ended: gen odd again. */
+/* End a record's entry that did not happen or has ended: gen odd again.
+ * (No token of it is out, or the caller holds the only one: nothing
+ * else changes gen meanwhile.) */
 static inline void swpy_rec_unget(swpy_thread *t, swpy_rec *r) {
-  atomic_fetch_add_explicit(&r->gen, 1, memory_order_release);
+  atomic_store_explicit(&r->gen, atomic_load_explicit(&r->gen, memory_order_relaxed) + 1,
+                        memory_order_release);
   swpy_rec_put(t, r);
 }
 
@@ -370,15 +373,17 @@ static inline int swpy_exit_token(int64_t token, uint32_t flags, int64_t *remain
   return rc;
 }
 
-int swpy_exit_ok(int64_t token) {
-  int64_t remaining;
-  return swpy_exit_token(token, 0, &remaining);
+/* The decorator's exit: its token never leaves the wrapper's frame, so it
+ * is ended once without the claim's compare-and-swap. */
+static inline int swpy_exit_own(int64_t token, uint32_t flags) {
+  swpy_rec *r = swpy_rec_of(token);
+  int rc = sw_limiter_exit(r->l, swpy_rt_ns(r->t0), r->n, flags);
+  swpy_rec_unget(&swpy_t, r);
+  return rc;
 }
 
-int swpy_exit_err(int64_t token) {
-  int64_t remaining;
-  return swpy_exit_token(token, SW_EXIT_ERROR, &remaining);
-}
+int swpy_exit_ok(int64_t token) { return swpy_exit_own(token, 0); }
+int swpy_exit_err(int64_t token) { return swpy_exit_own(token, SW_EXIT_ERROR); }
 
 static inline int64_t swpy_release(int64_t token, uint32_t flags) {
   int64_t remaining;

@@ -65,8 +65,8 @@ int64_t swpy_acquire_site(int64_t site);
 int64_t swpy_acquire_site_n(int64_t site, int64_t n);
 /* A token for an entry of l a slow path admitted at t0. */
 int64_t swpy_token(sw_limiter *l, int64_t t0, int64_t n, int64_t remaining);
-/* End the entry of a token now (with an exception): 0, SWPY_STALE, or an
- * error of the exit. */
+/* End the entry of a decorator's token now (with an exception): 0, or an
+ * error of the exit. The token must be in flight (no second exit). */
 int swpy_exit_ok(int64_t token);
 int swpy_exit_err(int64_t token);
 /* The same for a permit: the remaining count of its entry (>= 0),
