@@ -56,26 +56,19 @@ def target(x: int = 0) -> int:
 # ------------------------------------------------------------------ modes
 
 
-def make_plain() -> Callable[..., Any]:
-    return target
-
-
-def make_libsw() -> Callable[..., Any]:
-    return libsw.RateLimiter(THRESHOLD)(target)
-
-
-def make_with() -> Callable[..., Any]:
-    lim = libsw.RateLimiter(THRESHOLD)
+def _with_form(cm: Any) -> Callable[..., Any]:
+    """The call inside `with cm:`."""
 
     def limited(*args: Any, **kwargs: Any) -> Any:
-        with lim:
+        with cm:
             return target(*args, **kwargs)
 
+    limited.keep = cm  # type: ignore[attr-defined]
     return limited
 
 
-def make_try() -> Callable[..., Any]:
-    lim = libsw.RateLimiter(THRESHOLD)
+def _permit_form(lim: Any) -> Callable[..., Any]:
+    """p = lim.try_acquire(), the call, p.release() (release(True) when it raises)."""
 
     def limited(*args: Any, **kwargs: Any) -> Any:
         p = lim.try_acquire()
@@ -89,29 +82,35 @@ def make_try() -> Callable[..., Any]:
         p.release()
         return result
 
+    limited.keep = lim  # type: ignore[attr-defined]
     return limited
+
+
+def make_with() -> Callable[..., Any]:
+    return _with_form(libsw.RateLimiter(THRESHOLD))
+
+
+def make_try() -> Callable[..., Any]:
+    return _permit_form(libsw.RateLimiter(THRESHOLD))
 
 
 async def target_async(x: int = 0) -> int:
     return x
 
 
-def make_async_plain() -> Callable[..., Any]:
-    return target_async
+def _async_with_form(cm: Any) -> Callable[..., Any]:
+    """The awaited call inside `async with cm:`."""
 
+    async def limited(*args: Any, **kwargs: Any) -> Any:
+        async with cm:
+            return await target_async(*args, **kwargs)
 
-def make_async_libsw() -> Callable[..., Any]:
-    return libsw.RateLimiter(THRESHOLD)(target_async)
+    limited.keep = cm  # type: ignore[attr-defined]
+    return limited
 
 
 def make_async_with() -> Callable[..., Any]:
-    lim = libsw.RateLimiter(THRESHOLD)
-
-    async def limited(*args: Any, **kwargs: Any) -> Any:
-        async with lim:
-            return await target_async(*args, **kwargs)
-
-    return limited
+    return _async_with_form(libsw.RateLimiter(THRESHOLD))
 
 
 def _limits_decorator(strategy_name: str) -> Callable[..., Any]:
@@ -264,13 +263,8 @@ def _with_variant(kind: str) -> Callable[..., Any]:
             if rc:
                 raise RuntimeError("no entry")
 
-    cm = ContextVars() if kind == "contextvars" else PyMethods()
-
-    def limited(*args: Any, **kwargs: Any) -> Any:
-        with cm:
-            return target(*args, **kwargs)
-
-    limited.keep = lim  # type: ignore[attr-defined]
+    limited = _with_form(ContextVars() if kind == "contextvars" else PyMethods())
+    limited.lim = lim  # type: ignore[attr-defined]
     return limited
 
 
@@ -311,21 +305,8 @@ def make_try_python() -> Callable[..., Any]:
             p._tok = tok
             return p
 
-    pl = PyLimiter()
-
-    def limited(*args: Any, **kwargs: Any) -> Any:
-        p = pl.try_acquire()
-        if not p:
-            raise RuntimeError("blocked")
-        try:
-            result = target(*args, **kwargs)
-        except BaseException:
-            p.release(True)
-            raise
-        p.release()
-        return result
-
-    limited.keep = lim  # type: ignore[attr-defined]
+    limited = _permit_form(PyLimiter())
+    limited.lim = lim  # type: ignore[attr-defined]
     return limited
 
 
@@ -347,26 +328,30 @@ def make_async_with_coroutines() -> Callable[..., Any]:
             if rc:
                 raise RuntimeError("no entry")
 
-    cm = Coroutines()
-
-    async def limited(*args: Any, **kwargs: Any) -> Any:
-        async with cm:
-            return await target_async(*args, **kwargs)
-
-    limited.keep = lim  # type: ignore[attr-defined]
+    limited = _async_with_form(Coroutines())
+    limited.lim = lim  # type: ignore[attr-defined]
     return limited
 
 
 # ----------------------------------------------------------- per key
 
 
-def _keys(existing: bool) -> Callable[[], str]:
+def _keys(existing: bool, lim: Any = None) -> Callable[[], Any]:
     """The next key: one of EXISTING_KEYS in turn, or a new one each time
-    (the same cost either way: a counter and a format)."""
+    (the same cost either way: a counter and a format); with lim, the
+    permit of lim.try_acquire(key=) for it, made in the same step."""
     mask = EXISTING_KEYS - 1
     if existing:
-        return ("10.0.%d.%d" % divmod(i & mask, 256) for i in itertools.count()).__next__
-    return ("10.%d.%d.%d" % (i >> 16, (i >> 8) & 255, i & 255) for i in itertools.count(1 << 20)).__next__
+        def key(i: int) -> str:
+            return "10.0.%d.%d" % divmod(i & mask, 256)
+    else:
+        def key(i: int) -> str:
+            return "10.%d.%d.%d" % (i >> 16, (i >> 8) & 255, i & 255)
+    count = itertools.count(0 if existing else 1 << 20)
+    if lim is None:
+        return (key(i) for i in count).__next__
+    acquire = lim.try_acquire
+    return (acquire(key=key(i)) for i in count).__next__
 
 
 def make_plain_key() -> Callable[..., Any]:
@@ -379,44 +364,32 @@ def make_plain_key() -> Callable[..., Any]:
     return call
 
 
-def _per_key(existing: bool) -> Callable[..., Any]:
-    lim = libsw.RateLimiter(KEY_THRESHOLD, capacity=NEW_KEYS_CAPACITY)
-    nxt = _keys(existing)
-    if existing:  # every key in the table before the count
-        for _ in range(EXISTING_KEYS):
-            lim.try_acquire(key=nxt()).release()
-    try_acquire = lim.try_acquire
+class _EachKey:
+    """A limiter whose try_acquire() enters the next key."""
 
-    def limited(*args: Any, **kwargs: Any) -> Any:
-        p = try_acquire(key=nxt())
-        if not p:
-            raise RuntimeError("blocked")
-        try:
-            result = target(*args, **kwargs)
-        except BaseException:
-            p.release(True)
-            raise
-        p.release()
-        return result
-
-    return limited
+    def __init__(self, existing: bool) -> None:
+        self.lim = libsw.RateLimiter(KEY_THRESHOLD, capacity=NEW_KEYS_CAPACITY)
+        self.try_acquire = _keys(existing, self.lim)
+        if existing:  # every key in the table before the count
+            for _ in range(EXISTING_KEYS):
+                self.try_acquire().release()
 
 
 def make_key_existing() -> Callable[..., Any]:
-    return _per_key(True)
+    return _permit_form(_EachKey(True))
 
 
 def make_key_new() -> Callable[..., Any]:
-    return _per_key(False)
+    return _permit_form(_EachKey(False))
 
 
 MODES: Dict[str, Callable[[], Callable[..., Any]]] = {
-    "plain": make_plain,
-    "libsw": make_libsw,
+    "plain": lambda: target,
+    "libsw": lambda: libsw.RateLimiter(THRESHOLD)(target),
     "with": make_with,
     "try": make_try,
-    "async-plain": make_async_plain,
-    "async-libsw": make_async_libsw,
+    "async-plain": lambda: target_async,
+    "async-libsw": lambda: libsw.RateLimiter(THRESHOLD)(target_async),
     "async-with": make_async_with,
     "limits-fixed": make_limits_fixed,
     "limits-moving": make_limits_moving,

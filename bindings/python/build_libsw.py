@@ -533,45 +533,24 @@ int sw_cluster_set_log(sw_cluster *c, sw_cluster_log_fn fn, void *user);
 /* Redis down / back up, to logging.getLogger("libsw") (libsw/_cluster.py) */
 extern "Python" void swpy_cluster_log(void *user, int up, const char *server, const char *message);
 
-/* binding glue: swpy.h, swpy.c */
-#define SWPY_NOT_PASS ...
-#define SWPY_NO_CONTEXT ...
-#define SWPY_NO_ENTRY ...
-#define SWPY_STALE ...
-#define SWPY_CLOCKED ...
-int64_t swpy_enter(sw_limiter *l, int64_t n, uint32_t flags);
-int64_t swpy_enter_at(sw_limiter *l, int64_t t, int64_t n, uint32_t flags);
-int swpy_exit(sw_limiter *l, int64_t t0, int64_t n, uint32_t flags);
-int swpy_exit_at(sw_limiter *l, int64_t t, int64_t t0, int64_t n, uint32_t flags);
-sw_decision *swpy_decision(void);
-int64_t swpy_remaining(void);
-int swpy_gil_held(void);
-int64_t swpy_site_new(sw_limiter *l, uint32_t flags, int clocked);
-void swpy_site_clear(int64_t site);
-void swpy_site_free(int64_t site);
-int64_t swpy_enter_site(int64_t site);
-int64_t swpy_acquire_site(int64_t site);
-int64_t swpy_acquire_site_n(int64_t site, int64_t n);
-int64_t swpy_token(sw_limiter *l, int64_t t0, int64_t n, int64_t remaining);
-int swpy_exit_ok(int64_t token);
-int swpy_exit_err(int64_t token);
-int64_t swpy_release_ok(int64_t token);
-int64_t swpy_release_err(int64_t token);
-int64_t swpy_exit_token_at(int64_t token, int64_t t, uint32_t flags);
-int64_t swpy_token_remaining(int64_t token);
-int64_t swpy_with_enter(int64_t site);
-int64_t swpy_with_enter_at(int64_t site, int64_t t);
-int64_t swpy_with_push(int64_t site, sw_limiter *l, int64_t t0);
-int64_t swpy_with_exit(int64_t site);
-int64_t swpy_with_exit_err(int64_t site);
-int64_t swpy_with_exit_at(int64_t site, int64_t t, uint32_t flags);
-int swpy_install(void);
-int64_t swpy_kenter(sw_keyed *k, const char *key, size_t len, int64_t n);
-int64_t swpy_kenter_at(sw_keyed *k, int64_t t, const char *key, size_t len, int64_t n);
-int swpy_kexit(sw_keyed *k, const char *key, size_t len, int64_t t0, int64_t n, uint32_t flags);
-int swpy_kexit_at(sw_keyed *k, int64_t t, const char *key, size_t len, int64_t t0, int64_t n,
-                  uint32_t flags);
+/* binding glue: swpy.h, appended by glue_cdef() */
 """
+
+def glue_cdef(path: str) -> str:
+    """The declarations of swpy.h for the cdef: its functions as they are,
+    its SWPY_* constants as `...` (the compiler gives their values), its
+    comments and other preprocessor lines left out."""
+    with open(path, encoding="utf-8") as f:
+        text = re.sub(r"/\*.*?\*/", "", f.read(), flags=re.S)
+    out = []
+    for line in text.splitlines():
+        m = re.match(r"#define (SWPY_\w+) ", line)
+        if m:
+            out.append("#define %s ..." % m.group(1))
+        elif not line.startswith("#"):
+            out.append(line)
+    return "\n".join(out) + "\n"
+
 
 # The binding's glue (swpy.h, swpy.c next to this file): the hot paths' calls
 # with one integer argument each, clock reads and response times in C; and
@@ -588,7 +567,7 @@ VERSION = libsw_version(SRC_DIR)
 GENERATED = generate_version_header(os.path.join(HERE, "build", "generated"), VERSION)
 
 ffibuilder = FFI()
-ffibuilder.cdef(CDEF)
+ffibuilder.cdef(CDEF + glue_cdef(os.path.join(HERE, "swpy.h")))
 ffibuilder.set_source(
     "libsw._libsw",
     PREAMBLE,

@@ -757,15 +757,28 @@ class RateLimiter(PerKey):
             raise ArgumentError("n=%r is outside 0..2147483647" % (n,), lib.SW_ERANGE)
         return cast(int, n)
 
-    def _enter_permit(self, n: int) -> Tuple[int, int]:
-        """Enter with n units: (token, 0) when admitted at once (a plain
-        PASS), else (the entry's result, its t0 when it passed: a dry run's
-        would-block, a custom clock's pass)."""
+    def _acquire_first(self, n: object) -> Tuple[Optional[Permit], int, int]:
+        """Enter with n units: (the permit, n, 0) when admitted at once (a
+        plain PASS), else (None, n, the entry's result: its t0 when it
+        passed, a dry run's would-block or a custom clock's pass)."""
+        if n is not _ONE:
+            n = self._check_n(n)
         site = self._fast_site
-        if site:
-            tok = _acquire(site) if n is _ONE else lib.swpy_acquire_site_n(site, n)
-            return (tok, 0) if tok > 0 else (0, tok)
-        return 0, self._enter_raw(self._h, n, self._flags)
+        if not site:
+            return None, cast(int, n), self._enter_raw(self._h, n, self._flags)
+        tok = _acquire(site) if n is _ONE else lib.swpy_acquire_site_n(site, n)
+        if tok <= 0:
+            return None, cast(int, n), tok
+        p = Permit()
+        p._lim = self
+        p.n = cast(int, n)
+        p._tok = tok
+        return p, p.n, 0
+
+    def _waits(self, block: Optional[bool], timeout: Optional[float]) -> Tuple[int, bool, Optional[float]]:
+        """The entry flags, block and timeout of a call (its own, else the limiter's)."""
+        return self._flags, self._blocking if block is None else bool(block), \
+            self._timeout if timeout is None else timeout
 
     def _permit(self, h: Any, n: int, t0: int, info: list) -> Permit:
         """The permit of an entry of h admitted at t0 (by a slow path, or
@@ -774,13 +787,6 @@ class RateLimiter(PerKey):
         remaining = info[1] if info[1] is not None else d.remaining
         return admitted(_ClockPermit if self._clock is not None else _Outcome, self, n,
                         self._token(h, t0, n, remaining), remaining, info[0], info[2], bool(d.would_block))
-
-    def _fast_permit(self, n: int, tok: int) -> Permit:
-        p = Permit()
-        p._lim = self
-        p.n = n
-        p._tok = tok
-        return p
 
     def acquire(self, n: int = 1, *, key: Optional[Union[str, bytes]] = None, block: Optional[bool] = None,
                 timeout: Optional[float] = None) -> Permit:
@@ -792,16 +798,12 @@ class RateLimiter(PerKey):
             if self._kt is not None:
                 return self._kt.acquire(self, key, n, block, timeout)
             return self.for_key(key).acquire(n, block=block, timeout=timeout)  # type: ignore[union-attr]
-        if n is not _ONE:
-            n = self._check_n(n)
-        tok, rc = self._enter_permit(n)
-        if tok:
-            return self._fast_permit(n, tok)
-        h = self._h
-        info = new_info()
+        p, n, rc = self._acquire_first(n)
+        if p is not None:
+            return p
+        h, info = self._h, new_info()
         if rc < 0:
-            rc = self._slow(h, rc, n, self._flags, self._blocking if block is None else bool(block),
-                            self._timeout if timeout is None else timeout, info)
+            rc = self._slow(h, rc, n, *self._waits(block, timeout), info)
         return self._permit(h, n, rc, info)
 
     async def acquire_async(self, n: int = 1, *, key: Optional[Union[str, bytes]] = None,
@@ -811,16 +813,12 @@ class RateLimiter(PerKey):
             if self._kt is not None:
                 return await self._kt.acquire_async(self, key, n, block, timeout)
             return await self.for_key(key).acquire_async(n, block=block, timeout=timeout)  # type: ignore[union-attr]
-        if n is not _ONE:
-            n = self._check_n(n)
-        tok, rc = self._enter_permit(n)
-        if tok:
-            return self._fast_permit(n, tok)
-        h = self._h
-        info = new_info()
+        p, n, rc = self._acquire_first(n)
+        if p is not None:
+            return p
+        h, info = self._h, new_info()
         if rc < 0:
-            rc = await self._slow_async(h, rc, n, self._flags, self._blocking if block is None else bool(block),
-                                        self._timeout if timeout is None else timeout, info)
+            rc = await self._slow_async(h, rc, n, *self._waits(block, timeout), info)
         return self._permit(h, n, rc, info)
 
     if TYPE_CHECKING:
