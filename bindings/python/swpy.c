@@ -165,7 +165,10 @@ static inline swpy_rec *swpy_rec_get(swpy_thread *t) {
     return NULL;
   }
   atomic_store_explicit(&r->gen, atomic_load_explicit(&r->gen, memory_order_relaxed) + 1,
-                        memory_order_release);
+                        memory_order_relaxed);
+  /* the new generation before the new entry's fields (swpy_token_remaining
+   * reads them as a sequence lock's reader) */
+  atomic_thread_fence(memory_order_release);
   return r;
 }
 
