@@ -452,25 +452,31 @@ def loop(fn: Callable[..., Any], n: int) -> None:
         _sync_loop(fn, n)
 
 
-def ns_per_call(fn: Callable[..., Any], n: int, runs: int) -> float:
+def _elapsed_ns(fn: Callable[..., Any], n: int) -> int:
+    """The time of n calls of fn (awaited inside one asyncio.run for a
+    coroutine function)."""
     if inspect.iscoroutinefunction(fn):
-        return asyncio.run(_async_ns_per_call(fn, n, runs))
-    _sync_loop(fn, min(n, 10000))  # warm up
-    best = float("inf")
-    for _ in range(runs):
-        t = time.perf_counter_ns()
-        _sync_loop(fn, n)
-        best = min(best, (time.perf_counter_ns() - t) / n)
-    return best
+        async def timed() -> int:
+            t = time.perf_counter_ns()
+            await _async_loop(fn, n)
+            return time.perf_counter_ns() - t
+
+        return asyncio.run(timed())
+    t = time.perf_counter_ns()
+    _sync_loop(fn, n)
+    return time.perf_counter_ns() - t
 
 
-async def _async_ns_per_call(fn: Callable[..., Any], n: int, runs: int) -> float:
-    await _async_loop(fn, min(n, 10000))
-    best = float("inf")
+def ns_per_call(fns: Dict[str, Callable[..., Any]], ns: Dict[str, int], runs: int) -> Dict[str, float]:
+    """The best ns per call of each mode (fns: mode -> function, ns: mode ->
+    calls per run). The runs go round the modes, so that a busy spell of a
+    shared machine spoils one run of each mode, never all runs of one."""
+    for m, fn in fns.items():
+        _elapsed_ns(fn, min(ns[m], 10000))  # warm up
+    best = {m: float("inf") for m in fns}
     for _ in range(runs):
-        t = time.perf_counter_ns()
-        await _async_loop(fn, n)
-        best = min(best, (time.perf_counter_ns() - t) / n)
+        for m, fn in fns.items():
+            best[m] = min(best[m], _elapsed_ns(fn, ns[m]) / ns[m])
     return best
 
 
@@ -533,10 +539,8 @@ def main() -> int:
     if a.modes:
         modes = a.modes.split(",")
     print("python %s, libsw %s, %d runs (best kept)" % (sys.version.split()[0], libsw.__version__, a.runs))
-    res = {}
-    for m in modes:
-        n = a.moving_n if m == "limits-moving" else a.n
-        res[m] = ns_per_call(MODES[m](), n, a.runs)
+    res = ns_per_call({m: MODES[m]() for m in modes},
+                      {m: a.moving_n if m == "limits-moving" else a.n for m in modes}, a.runs)
     print("%-34s %10s %12s" % ("mode", "ns/call", "overhead ns"))
     for m in modes:
         base = res.get(baseline(m), 0.0)

@@ -33,7 +33,7 @@ fi
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT INT TERM
 
-echo "== ns per call (time.perf_counter_ns, best of runs)"
+echo "== ns per call (time.perf_counter_ns, best of runs, the runs going round the modes)"
 if [ "${VARIANTS:-0}" = 1 ]; then set -- --variants "$@"; fi
 "$PY" "$BENCH" --ns-out "$TMP/ns" "$@"
 
