@@ -130,6 +130,7 @@ def _limits_decorator(strategy_name: str) -> Callable[..., Any]:
                 raise RuntimeError("blocked")
             return fn(*args, **kwargs)
 
+        limited.storage = storage  # type: ignore[attr-defined]  # (the strategy holds it weakly)
         return limited
 
     return deco(target)
