@@ -2,6 +2,7 @@
  *   add    add PASS to the current window       (sw_metric_add_pass)
  *   sum    read the sliding sum                  (sw_metric_pass)
  *   check  check-then-add as a limiter does (sw_metric_try_pass)
+ *   sumadd read the sliding sum, then add PASS    (Sentinel's pass() + addPass)
  * Usage: bench_core CASE THREADS OPS [STRIPES] [coarse]
  * Under callgrind, count only run_case: see bench/run.sh. Prints one line:
  *   case=add threads=2 stripes=4 ops=... ns_per_op=... mops_total=... */
@@ -32,6 +33,11 @@ __attribute__((noinline)) void run_case(job *j) {
     for (long i = 0; i < j->ops; i++) sw_metric_add_pass(m, 1);
   } else if (strcmp(j->name, "sum") == 0) {
     for (long i = 0; i < j->ops; i++) sink += sw_metric_pass(m);
+  } else if (strcmp(j->name, "sumadd") == 0) {
+    for (long i = 0; i < j->ops; i++) {
+      sink += sw_metric_pass(m);
+      sw_metric_add_pass(m, 1);
+    }
   } else { /* check */
     const int64_t threshold = INT64_MAX / 2;
     for (long i = 0; i < j->ops; i++) sink += sw_metric_try_pass(m, 1, threshold, NULL);
@@ -46,7 +52,7 @@ static void *thread_main(void *arg) {
 
 int main(int argc, char **argv) {
   if (argc < 4) {
-    fprintf(stderr, "usage: %s add|sum|check THREADS OPS [STRIPES] [coarse]\n", argv[0]);
+    fprintf(stderr, "usage: %s add|sum|sumadd|check THREADS OPS [STRIPES] [coarse]\n", argv[0]);
     return 2;
   }
   const char *name = argv[1];
@@ -75,7 +81,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < threads; i++) pthread_join(jobs[i].tid, NULL);
   double dt = now_s() - t0;
   printf("case=%s threads=%d stripes=%d clock=%s ops=%ld ns_per_op=%.2f mops_total=%.2f\n",
-         name, threads, stripes, argc > 5 ? argv[5] : "monotonic", ops,
+         name, threads, stripes, argc > 5 ? argv[5] : "default", ops,
          dt * 1e9 / (double)ops, (double)ops * threads / dt / 1e6);
   free(jobs);
   sw_metric_free(m);

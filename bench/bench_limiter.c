@@ -1,10 +1,12 @@
 /* Limiter benchmark: ns per entry+exit pair for each behaviour, with the
  * real clock, 1 or more threads on one limiter.
  * Usage: bench_limiter BEHAVIOUR THREADS OPS
- *   BEHAVIOUR: reject | reject-fast | pacing | warm-up | concurrency
+ *   BEHAVIOUR: reject | reject-fast | pacing | warm-up | concurrency | blocked
  * The threshold is high enough that every entry passes: this measures the
- * cost of the decision and the counting, not of blocking. Under callgrind,
- * count only run_case (see bench/run.sh). */
+ * cost of the decision and the counting, not of blocking; except "blocked"
+ * (strict reject, threshold 1): after the first, every entry is blocked
+ * (and has no exit), the cost of a refusal with its retry-after. Under
+ * callgrind, count only run_case (see bench/run.sh). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +39,7 @@ static void *thread_main(void *arg) {
 
 int main(int argc, char **argv) {
   if (argc < 4) {
-    fprintf(stderr, "usage: %s reject|reject-fast|pacing|warm-up|concurrency THREADS OPS\n",
+    fprintf(stderr, "usage: %s reject|reject-fast|pacing|warm-up|concurrency|blocked THREADS OPS\n",
             argv[0]);
     return 2;
   }
@@ -47,7 +49,7 @@ int main(int argc, char **argv) {
   sw_options *o;
   sw_limiter *l;
   sw_options_create(&o);
-  sw_options_set_double(o, SW_OPT_THRESHOLD, 1e12);
+  sw_options_set_double(o, SW_OPT_THRESHOLD, strcmp(b, "blocked") == 0 ? 1 : 1e12);
   if (strcmp(b, "reject-fast") == 0) sw_options_set(o, SW_OPT_STRICT, 0);
   if (strcmp(b, "pacing") == 0) sw_options_set(o, SW_OPT_BEHAVIOR, SW_BEHAVIOR_PACING);
   if (strcmp(b, "warm-up") == 0) sw_options_set(o, SW_OPT_BEHAVIOR, SW_BEHAVIOR_WARM_UP);

@@ -1,6 +1,8 @@
 #!/bin/sh
 # Run the C benchmarks: ns/op (best of 5 runs, 1 and 2 threads) and
-# callgrind instructions/op (1 thread, only the measured loop).
+# callgrind instructions/op (1 thread, only the measured loop). The first
+# section prints one line per goal of the hot path (docs/performance.md):
+# the figure, the goal, and Sentinel's figure where it has one.
 # Usage: bench/run.sh [BUILD_DIR] (default: _build/plain)
 set -eu
 b=${1:-_build/plain}
@@ -18,6 +20,43 @@ irs() {
   echo "$ir" | awk -v n="$N" '{printf "%.1f", $1 / n}'
 }
 N=100000
+val() { # val KEY LINE: the value of KEY=... in LINE
+  echo "$2" | tr ' ' '\n' | sed -n "s/^$1=//p"
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+echo "# goals: instructions by callgrind (1 thread, the clock a system call under valgrind),"
+echo "# ns the best of 5 runs; java_*: Sentinel 1.8.9 on JDK 17, measured in issue 16"
+SW_FIELD=3
+clk=$(best "$b/bench/bench_clock" read default 20000000)
+echo "goal=clock_read ns=$(val ns_per_read "$clk") target_ns=10 java_ns=20"
+SW_FIELD=7
+add1=$(best "$b/bench/bench_core" add 1 20000000)
+echo "goal=add_pass instructions=$(irs "$b/bench/bench_core" add 1 $N) ns=$(val ns_per_op "$add1")" \
+  "target_instructions=40 target_ns=10 java_ns=14.7"
+sa=$(best "$b/bench/bench_core" sumadd 1 20000000)
+echo "goal=pass_and_add_pass instructions=$(irs "$b/bench/bench_core" sumadd 1 $N)" \
+  "ns=$(val ns_per_op "$sa") java_ns=44.3"
+echo "goal=check_then_add instructions=$(irs "$b/bench/bench_core" check 1 $N) target_instructions=80"
+SW_FIELD=5
+pair=$(best "$b/bench/bench_limiter" reject 1 5000000)
+echo "goal=limiter_pair_strict instructions=$(irs "$b/bench/bench_limiter" reject 1 $N)" \
+  "ns=$(val ns_per_pair "$pair") target_instructions=250 java_ns=149"
+blk=$(best "$b/bench/bench_limiter" blocked 1 5000000)
+echo "goal=blocked_strict instructions=$(irs "$b/bench/bench_limiter" blocked 1 $N)" \
+  "ns=$(val ns_per_pair "$blk") target_instructions=150 java_ns=71.5"
+SW_FIELD=7
+add2=$(best "$b/bench/bench_core" add 2 20000000)
+add2s1=$(best "$b/bench/bench_core" add 2 20000000 1)
+echo "goal=add_pass_2_threads mops=$(val mops_total "$add2") one_thread_mops=$(val mops_total "$add1")" \
+  "ratio=$(ratio "$(val mops_total "$add2")" "$(val mops_total "$add1")") target_ratio=1.6" \
+  "one_stripe_mops=$(val mops_total "$add2s1") java_mops=62.0"
+SW_FIELD=5
+pair2=$(best "$b/bench/bench_limiter" reject 2 5000000)
+fast1=$(best "$b/bench/bench_limiter" reject-fast 1 5000000)
+fast2=$(best "$b/bench/bench_limiter" reject-fast 2 5000000)
+echo "goal=limiter_pair_2_threads strict_mpairs=$(val mpairs_total "$pair2")" \
+  "strict_ratio=$(ratio "$(val mpairs_total "$pair2")" "$(val mpairs_total "$pair")")" \
+  "fast_ratio=$(ratio "$(val mpairs_total "$fast2")" "$(val mpairs_total "$fast1")") target_ratio=1.6"
 echo "# clock: ns per read (best of 5 runs): sw_now_ms by source, sw_now_ns (default duration clock)"
 SW_FIELD=3
 for src in default monotonic coarse ns; do best "$b/bench/bench_clock" read "$src" 20000000; done
@@ -25,20 +64,20 @@ echo "# clock: lag of sw_now_ms (default: coarse) behind CLOCK_MONOTONIC, sample
 "$b/bench/bench_clock" lag 2
 echo "# core: wall clock (noisy machine: best of 5 runs)"
 SW_FIELD=7
-for c in add sum check; do
+for c in add sum sumadd check; do
   for t in 1 2; do best "$b/bench/bench_core" "$c" "$t" 20000000; done
 done
 best "$b/bench/bench_core" check 1 20000000 4 coarse
 best "$b/bench/bench_core" add 2 20000000 1
 echo "# core: callgrind instructions per op (1 thread; the clock is a syscall under valgrind)"
-for c in add sum check; do echo "case=$c instructions_per_op=$(irs "$b/bench/bench_core" "$c" 1 $N)"; done
+for c in add sum sumadd check; do echo "case=$c instructions_per_op=$(irs "$b/bench/bench_core" "$c" 1 $N)"; done
 echo "# limiter: entry+exit pairs, wall clock (best of 5 runs)"
 SW_FIELD=5
-for beh in reject reject-fast pacing warm-up concurrency; do
+for beh in reject reject-fast pacing warm-up concurrency blocked; do
   for t in 1 2; do best "$b/bench/bench_limiter" "$beh" "$t" 5000000; done
 done
-echo "# limiter: callgrind instructions per entry+exit pair (1 thread)"
-for beh in reject reject-fast pacing warm-up concurrency; do
+echo "# limiter: callgrind instructions per entry+exit pair (1 thread; blocked: per entry)"
+for beh in reject reject-fast pacing warm-up concurrency blocked; do
   echo "behaviour=$beh instructions_per_pair=$(irs "$b/bench/bench_limiter" "$beh" 1 $N)"
 done
 echo "# shared segment: entries (check-and-count) on a heap vs a shared limiter"

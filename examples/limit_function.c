@@ -19,9 +19,9 @@ static int limited_work(sw_limiter *lim, int i, int *result) {
   if (sw_limiter_entry(lim, 1, 0, &d) != SW_OK) return -1;
   if (d.verdict == SW_VERDICT_BLOCK) return -1;
   if (d.verdict == SW_VERDICT_WAIT) sleep_ms(d.wait_ms); /* the caller waits, never libsw */
-  int64_t start = sw_now_ms();
+  int64_t start = sw_now_ns(); /* a response time: the precise clock */
   *result = work(i);
-  sw_limiter_exit(lim, sw_now_ms() - start, 1, 0);
+  sw_limiter_exit(lim, (sw_now_ns() - start) / 1000000, 1, 0);
   return 0;
 }
 
@@ -38,7 +38,7 @@ int main(void) {
   }
   sw_options_free(o);
   int done = 0, refused = 0;
-  int64_t start = sw_now_ms();
+  int64_t start = sw_now_ns();
   for (int i = 0; i < 8; i++) {
     int r;
     if (limited_work(lim, i, &r) == 0)
@@ -46,7 +46,7 @@ int main(void) {
     else
       refused++;
   }
-  int64_t took = sw_now_ms() - start;
+  int64_t took = (sw_now_ns() - start) / 1000000;
   printf("8 calls in a row at 50/s, queueing up to 100 ms: %d done in %lld ms, %d refused\n",
          done, (long long)took, refused);
   sw_limiter_free(lim);

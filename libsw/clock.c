@@ -8,19 +8,12 @@
 
 #include "internal.h"
 
-static _Atomic(sw_clock_fn) sw__custom_fn;
-static void *_Atomic sw__custom_user;
-static atomic_int sw__window_id = CLOCK_MONOTONIC_COARSE;
+_Atomic(sw_clock_fn) sw__custom_fn;
+void *_Atomic sw__custom_user;
+atomic_int sw__window_id = CLOCK_MONOTONIC_COARSE;
 static atomic_int sw__duration_id = CLOCK_MONOTONIC;
 
-SW_API int64_t sw_now_ms(void) {
-  sw_clock_fn fn = atomic_load_explicit(&sw__custom_fn, memory_order_acquire);
-  if (sw__unlikely(fn != NULL))
-    return fn(atomic_load_explicit(&sw__custom_user, memory_order_relaxed));
-  struct timespec ts;
-  clock_gettime(atomic_load_explicit(&sw__window_id, memory_order_relaxed), &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+SW_API int64_t sw_now_ms(void) { return sw__now_ms(); }
 
 SW_API int64_t sw_now_ns(void) {
   sw_clock_fn fn = atomic_load_explicit(&sw__custom_fn, memory_order_acquire);

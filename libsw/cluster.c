@@ -246,7 +246,7 @@ static void sw__build(sw__call_args *a, const char *key, const sw_lease_call *ca
 /* Apply a command's outcome to its limiter: a reply that sw_lease_apply
  * refuses (not the script's) counts as a failure. */
 static void sw__settle(sw_limiter *l, const sw_lease_call *call, const sw__redis_cmd *cmd) {
-  int64_t now = sw_now_ms();
+  int64_t now = sw__now_ms();
   if (cmd->ok && cmd->nints >= 3 &&
       sw_lease_apply(l, cmd->recv_ms ? cmd->recv_ms : now, call, cmd->ints[0], cmd->ints[1],
                      cmd->ints[2]) == SW_OK)
@@ -266,7 +266,7 @@ SW_API int sw_cluster_refill(sw_cluster *c) {
     rc = sw__fail(SW_ENOMEM, "refill round");
     goto out;
   }
-  int64_t now = sw_now_ms();
+  int64_t now = sw__now_ms();
   for (int i = 0; i < c->count; i++) {
     if (sw_lease_next_call(c->items[i].l, now, &calls[n]) != 1) continue;
     sw__build(&args[n], c->items[i].key, &calls[n]);
@@ -334,7 +334,7 @@ SW_API int sw_cluster_entry_exact(sw_cluster *c, sw_limiter *l, int64_t n, sw_de
     pthread_mutex_unlock(&c->lock);
     return sw__fail(SW_ENOTFOUND, "the limiter was not added to this cluster");
   }
-  int64_t t = sw_now_ms();
+  int64_t t = sw__now_ms();
   sw_lease_call call = {.threshold = sw__lease_threshold(l, &r), .want = n,
                         .bucket_ms = l->node.second.la.wl, .buckets = l->node.second.la.n,
                         .started_ms = t};
@@ -354,7 +354,7 @@ SW_API int sw_cluster_entry_exact(sw_cluster *c, sw_limiter *l, int64_t n, sw_de
         cmd.ints[1] >= 0 && cmd.ints[1] <= n && cmd.ints[3] >= 0)) {
     sw_lease_failed(l, t, &call); /* the rule's failure policy */
     sw__decide_cluster(l, &r, t, n, 0, d);
-    sw__limiter_settle(l, &r, t, n, d);
+    sw__limiter_settle(l, &r, t, n, 0, d);
     return SW_OK;
   }
   if (cmd.ints[1] >= n) {
@@ -377,7 +377,7 @@ SW_API int sw_cluster_entry_exact(sw_cluster *c, sw_limiter *l, int64_t n, sw_de
     }
     d->verdict = SW_VERDICT_BLOCK;
     d->retry_after_ms = wl - (now_r - bucket);
-    sw__limiter_settle(l, &r, t, n, d);
+    sw__limiter_settle(l, &r, t, n, 0, d);
   }
   return SW_OK;
 }

@@ -87,13 +87,41 @@ static inline int64_t sw__sat_add(int64_t a, int64_t b) {
     if (sw__unlikely((p) == NULL)) return sw__fail(SW_ENULL, "%s is NULL", name); \
   } while (0)
 
-/* Thread-local stripe hint for striped counters: distinct small integers for
- * the first threads of a process, mixed with the pid across processes. */
-uint32_t sw__stripe_hint_slow(void);
-extern __thread uint32_t sw__stripe_hint_tls __attribute__((tls_model("initial-exec")));
+/* The stripe of a striped counter to add to: the CPU the thread runs on,
+ * read from glibc's rseq area (the kernel keeps it current), so that two
+ * threads or processes running at once on two CPUs never add to one line.
+ * Where there is no rseq (valgrind, glibc.pthread.rseq=0, other libcs: the
+ * area's cpu_id is then < 0), a hash of the thread's own address. */
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35)) && \
+    defined(__has_include)
+#if __has_include(<sys/rseq.h>)
+#include <sys/rseq.h>
+#define SW__HAVE_RSEQ 1
+#endif
+#endif
 static inline uint32_t sw__stripe_hint(void) {
-  uint32_t h = sw__stripe_hint_tls;
-  return sw__likely(h) ? h : sw__stripe_hint_slow();
+  const char *tp = __builtin_thread_pointer();
+#ifdef SW__HAVE_RSEQ
+  int32_t cpu = (int32_t) * (const volatile uint32_t *)(tp + __rseq_offset +
+                                                         offsetof(struct rseq, cpu_id));
+  if (sw__likely(cpu >= 0)) return (uint32_t)cpu;
+#endif
+  return (uint32_t)(((uintptr_t)tp >> 12) * UINT64_C(0x9e3779b97f4a7c15) >> 40);
+}
+
+/* The window clock (clock.c; see sw_now_ms), inlined into the library's
+ * own entries. */
+#include <time.h>
+extern _Atomic(sw_clock_fn) sw__custom_fn;
+extern void *_Atomic sw__custom_user;
+extern atomic_int sw__window_id;
+static inline int64_t sw__now_ms(void) {
+  sw_clock_fn fn = atomic_load_explicit(&sw__custom_fn, memory_order_acquire);
+  if (sw__unlikely(fn != NULL))
+    return fn(atomic_load_explicit(&sw__custom_user, memory_order_relaxed));
+  struct timespec ts;
+  clock_gettime(atomic_load_explicit(&sw__window_id, memory_order_relaxed), &ts);
+  return (int64_t)ts.tv_sec * 1000 + (int64_t)((uint64_t)ts.tv_nsec / 1000000);
 }
 
 #endif /* SW_INTERNAL_H */

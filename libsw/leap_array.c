@@ -149,8 +149,12 @@ int sw__la_bind(sw_leap_array *la, sw__la_block *blk, const sw_bucket_type *type
   la->interval = blk->interval_ms;
   la->stride = blk->slot_stride;
   la->body_size = blk->body_size;
+  la->body_off[0] = SW_CACHE_LINE;
+  la->body_off[1] = SW_CACHE_LINE + (uint64_t)blk->body_size;
   la->n = blk->sample_count;
   la->ctx = ctx;
+  atomic_store(&la->hint_idx, 0);
+  atomic_store(&la->hint_start, INT64_MIN);
   return SW_OK;
 }
 
@@ -331,7 +335,10 @@ void *sw__la_current_body_slow(sw_leap_array *la, int64_t t) {
     uint64_t seq;
     int64_t start;
     if (sw__likely(sw__la_active(s, &seq, &start))) {
-      if (sw__likely(start == ws)) return sw__la_body(la, s, (seq >> 1) & 1);
+      if (sw__likely(start == ws)) {
+        sw__la_hint_set(la, ws, idx);
+        return sw__la_body(la, s, (seq >> 1) & 1);
+      }
       if (start > ws) {
         atomic_fetch_add_explicit(&la->blk->detached, 1, memory_order_relaxed);
         return NULL;
@@ -394,7 +401,7 @@ SW_API int sw_leap_array_current_window_at(sw_leap_array *la, int64_t t, sw_wind
 }
 
 SW_API int sw_leap_array_current_window(sw_leap_array *la, sw_window *out) {
-  return sw_leap_array_current_window_at(la, sw_now_ms(), out);
+  return sw_leap_array_current_window_at(la, sw__now_ms(), out);
 }
 
 /* ---------------------------------------------------------------- lookups */
@@ -450,7 +457,7 @@ SW_API int sw_leap_array_previous_window_at(const sw_leap_array *la, int64_t t,
 }
 
 SW_API int sw_leap_array_previous_window(const sw_leap_array *la, sw_window *out) {
-  return sw_leap_array_previous_window_at(la, sw_now_ms(), out);
+  return sw_leap_array_previous_window_at(la, sw__now_ms(), out);
 }
 
 SW_API int sw_leap_array_valid_head_at(const sw_leap_array *la, int64_t t, sw_window *out) {
@@ -466,7 +473,7 @@ SW_API int sw_leap_array_valid_head_at(const sw_leap_array *la, int64_t t, sw_wi
 }
 
 SW_API int sw_leap_array_valid_head(const sw_leap_array *la, sw_window *out) {
-  return sw_leap_array_valid_head_at(la, sw_now_ms(), out);
+  return sw_leap_array_valid_head_at(la, sw__now_ms(), out);
 }
 
 /* ---------------------------------------------------------------- listing */
@@ -522,7 +529,7 @@ SW_API int sw_leap_array_list_at(const sw_leap_array *la, int64_t t, sw_window *
 }
 
 SW_API int sw_leap_array_list(const sw_leap_array *la, sw_window *out, uint32_t cap) {
-  return sw_leap_array_list_at(la, sw_now_ms(), out, cap);
+  return sw_leap_array_list_at(la, sw__now_ms(), out, cap);
 }
 
 SW_API int sw_leap_array_list_all(const sw_leap_array *la, sw_window *out, uint32_t cap) {
@@ -551,7 +558,7 @@ SW_API int sw_leap_array_values_at(const sw_leap_array *la, int64_t t, void **ou
 }
 
 SW_API int sw_leap_array_values(const sw_leap_array *la, void **out, uint32_t cap) {
-  return sw_leap_array_values_at(la, sw_now_ms(), out, cap);
+  return sw_leap_array_values_at(la, sw__now_ms(), out, cap);
 }
 
 SW_API int sw_leap_array_values_on_condition_at(const sw_leap_array *la, int64_t t,
@@ -587,7 +594,7 @@ SW_API int sw_leap_array_add_at(sw_leap_array *la, int64_t t, uint32_t field, in
 }
 
 SW_API int sw_leap_array_add(sw_leap_array *la, uint32_t field, int64_t n) {
-  return sw_leap_array_add_at(la, sw_now_ms(), field, n);
+  return sw_leap_array_add_at(la, sw__now_ms(), field, n);
 }
 
 SW_API int sw_leap_array_bucket_get(const sw_leap_array *la, const void *bucket, uint32_t field,

@@ -20,6 +20,12 @@
  * Resets are serialised by a robust process-shared mutex taken only on that
  * rare path; a process that dies holding it leaves at most a half-prepared
  * inactive body, which the next locker prepares again (EOWNERDEAD).
+ *
+ * Each handle (process-local) keeps a hint: the start and slot of the
+ * window it last found current. The hot path trusts it only after seeing
+ * the slot still hold that start, so a stale hint (another handle or
+ * process moved the slot on) or a torn one (two threads writing it) costs
+ * the division it saves, never a wrong window.
  */
 #ifndef SW_LEAP_ARRAY_H
 #define SW_LEAP_ARRAY_H
@@ -52,11 +58,17 @@ typedef struct sw__la_slot {
 } sw__la_slot;
 
 struct sw_leap_array {
+  /* Where the window last found current lives (process-local, racy: a
+   * reader trusts the pair only once the slot holds that start), so the
+   * hot path finds its slot without dividing. */
+  _Atomic int64_t hint_start; /* INT64_MIN: none yet */
+  _Atomic uint32_t hint_idx;
   sw__la_block *blk;
   unsigned char *slots;
   int64_t wl; /* window length */
   int64_t interval;
   uint64_t stride;
+  uint64_t body_off[2]; /* where a slot's two bodies start */
   uint32_t body_size;
   int32_t n;
   void *ctx;
@@ -92,7 +104,7 @@ static inline sw__la_slot *sw__la_slot_at(const sw_leap_array *la, uint32_t idx)
 }
 
 static inline void *sw__la_body(const sw_leap_array *la, sw__la_slot *s, unsigned b) {
-  return (unsigned char *)s + SW_CACHE_LINE + (uint64_t)b * la->body_size;
+  return (unsigned char *)s + la->body_off[b];
 }
 
 /* True once a reader that loaded seq1 may be looking at a rewritten body. */
@@ -113,14 +125,56 @@ static inline bool sw__la_still_valid(sw__la_slot *s, uint64_t seq1) {
   return !sw__la_torn(seq1, atomic_load_explicit(&s->seq, memory_order_relaxed));
 }
 
+/* Remember that the window starting at ws lives in slot idx. Only writers
+ * set a hint, so a read-only handle never has one and the adds' fast path
+ * need not check that it may write. */
+static inline void sw__la_hint_set(const sw_leap_array *la, int64_t ws, uint32_t idx) {
+  sw_leap_array *w = (sw_leap_array *)la; /* the hint is a cache, even of a const handle */
+  atomic_store_explicit(&w->hint_idx, idx, memory_order_relaxed);
+  atomic_store_explicit(&w->hint_start, ws, memory_order_release);
+}
+
+/* t's window as the hint has it: true with the window's start, its slot,
+ * the slot's seq and index; false when t is not in the hinted window or the
+ * slot no longer holds it (then divide: t / wl, % n). A t < 0 never matches. */
+static inline bool sw__la_hinted(const sw_leap_array *la, int64_t t, int64_t *ws,
+                                 sw__la_slot **slot, uint64_t *seq, uint32_t *idx) {
+  int64_t hs = atomic_load_explicit(&la->hint_start, memory_order_acquire);
+  if (sw__unlikely((uint64_t)t - (uint64_t)hs >= (uint64_t)la->wl)) return false;
+  uint32_t i = atomic_load_explicit(&la->hint_idx, memory_order_relaxed);
+  sw__la_slot *s = sw__la_slot_at(la, i);
+  /* No seq < 2 check: the hint names a slot only once it held hs (and no
+   * window starts at INT64_MIN); the release store of hint_start orders
+   * that slot's initialisation before any reader trusting it. */
+  uint64_t q = atomic_load_explicit(&s->seq, memory_order_acquire);
+  if (sw__unlikely(atomic_load_explicit(&s->start[(q >> 1) & 1], memory_order_relaxed) != hs))
+    return false;
+  *ws = hs;
+  *slot = s;
+  *seq = q;
+  *idx = i;
+  return true;
+}
+
+/* The start of t's window (ws) and the index of its slot. */
+static inline uint32_t sw__la_locate(const sw_leap_array *la, int64_t t, int64_t *ws) {
+  sw__la_slot *s;
+  uint64_t seq;
+  uint32_t idx;
+  if (sw__likely(sw__la_hinted(la, t, ws, &s, &seq, &idx))) return idx;
+  int64_t wid = t / la->wl;
+  *ws = wid * la->wl;
+  return (uint32_t)(wid % la->n);
+}
+
 /* The body of the current window of t (t >= 0), resetting as needed, or NULL
  * when the slot holds a newer window (counted as detached). */
 static inline void *sw__la_current_body(sw_leap_array *la, int64_t t) {
-  int64_t wid = t / la->wl;
-  sw__la_slot *s = sw__la_slot_at(la, (uint32_t)(wid % la->n));
+  int64_t ws;
+  sw__la_slot *s;
   uint64_t seq;
-  int64_t start;
-  if (sw__likely(sw__la_active(s, &seq, &start) && start == wid * la->wl))
+  uint32_t idx;
+  if (sw__likely(sw__la_hinted(la, t, &ws, &s, &seq, &idx)))
     return sw__la_body(la, s, (seq >> 1) & 1);
   return sw__la_current_body_slow(la, t);
 }

@@ -148,7 +148,7 @@ int sw__decide_cluster(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n, u
                                                 memory_order_relaxed)) {
         int64_t left = sw__word_tokens(w) - n;
         if (left * 100 < r->lease * r->low_water_pct) sw__lease_want(ls, t);
-        sw__node_count_pass(&l->node, t, n, false, true);
+        sw__node_count_pass(&l->node, t, n, false, sw__in_flight(flags));
         d->remaining = left;
         return SW_OK;
       }
@@ -177,7 +177,7 @@ int sw__decide_cluster(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n, u
    * are recorded, to be charged to the window when Redis is back. */
   switch (r->failure) {
   case SW_CLUSTER_FAIL_OPEN:
-    sw__node_count_pass(&l->node, t, n, false, true);
+    sw__node_count_pass(&l->node, t, n, false, sw__in_flight(flags));
     d->remaining = INT32_MAX;
     break;
   case SW_CLUSTER_FAIL_CLOSED:

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "admit.h"
 #include "limiter.h"
 
 #define SW__LIMITER_CHECK(l)                                                        \
@@ -15,8 +16,6 @@
   } while (0)
 
 /* ------------------------------------------------------------------ rules */
-
-static void sw__rule_load(const sw__limiter_hdr *h, sw__rule *r) { sw__rule_box_load(&h->rule, r, false); }
 
 void sw__limiter_rule(const sw_limiter *l, sw__rule *r) { sw__rule_box_load(&l->hdr->rule, r, true); }
 
@@ -207,18 +206,51 @@ static double sw__warm_qps(const sw__rule *r, sw_limiter *l, int64_t t) {
 /* When a QPS check of n units against limit, blocked at t, would pass: the
  * first window boundary at which the interval (with the passes borrowed
  * into its coming windows) leaves room. */
-static int64_t sw__retry_after(sw_limiter *l, int64_t t, int64_t n, double limit) {
+static __attribute__((noinline)) int64_t sw__retry_after(sw_limiter *l, int64_t t, int64_t n,
+                                                         double limit) {
   if ((double)n > limit) return -1;
   const sw_metric *sec = &l->node.second;
-  const double isec = (double)sec->la.interval / 1000.0;
   const int64_t wl = sec->la.wl;
   int64_t at = t - t % wl;
   for (int32_t k = 0; k < 2 * sec->la.n; k++) {
     if (__builtin_add_overflow(at, wl, &at)) return INT64_MAX - t; /* the end of time */
     int64_t pass = sw_metric_pass_at(sec, at);
-    if (pass >= 0 && (double)(int64_t)((double)pass / isec) + (double)n <= limit) break;
+    if (pass >= 0 && (double)(int64_t)((double)pass / sec->isec) + (double)n <= limit) break;
   }
   return at - t;
+}
+
+/* The same from the window values an admission's fast path read (view):
+ * at the k-th boundary after t's window the oldest k windows have left the
+ * interval and the borrowed passes of the k windows after t's have come in. */
+static __attribute__((noinline)) int64_t sw__retry_after_view(sw_limiter *l, int64_t t,
+                                                              int64_t n, double limit,
+                                                              const sw__admit_view *v) {
+  const sw_metric *sec = &l->node.second;
+  const uint32_t nwin = v->nwin;
+  const int64_t wl = sec->la.wl, ws = v->ws, last = 2 * (int64_t)nwin;
+  if (nwin == 0 || ws > INT64_MAX - last * wl || (double)n > limit)
+    return sw__retry_after(l, t, n, limit);
+  /* the windows after t's that hold borrowed passes: ws + fj[i] * wl */
+  int64_t fj[SW__ADMIT_WINDOWS], fv[SW__ADMIT_WINDOWS];
+  uint32_t nf = 0;
+  for (uint32_t f = 0; sec->hdr->occupiable && f < nwin; f++) {
+    uint64_t seq;
+    int64_t start;
+    if (sw__la_active(sw__la_slot_at(&sec->future, f), &seq, &start) && start > ws &&
+        start <= ws + last * wl) {
+      fj[nf] = (start - ws) / wl;
+      fv[nf++] = sw__borrowed_for(sec, f, start);
+    }
+  }
+  int64_t kept = v->pass, k = 1;
+  for (; k <= last; k++) {
+    if (k <= nwin) kept -= v->win[nwin - k]; /* the oldest window leaves */
+    int64_t coming = 0;
+    for (uint32_t i = 0; i < nf; i++) coming += fj[i] <= k && fj[i] > k - nwin ? fv[i] : 0;
+    if ((double)(int64_t)((double)(kept + coming) / sec->isec) + (double)n <= limit) break;
+  }
+  return ws + (k <= last ? k : last) * wl - t;
 }
 
 /* Whole units left under limit (>= 0) once used are taken. */
@@ -228,20 +260,23 @@ static inline int64_t sw__floor_left(double limit, int64_t used) {
 }
 
 /* Reject behaviour (and warm-up, with its current limit) on the QPS grade. */
-void sw__limiter_decide_qps(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n,
-                            uint32_t flags, double limit, sw_decision *d) {
-  int64_t pass;
-  const double isec = (double)l->node.second.la.interval / 1000.0;
-  if (sw__metric_admit(&l->node.second, t, n, limit, r->strict, &pass)) {
-    sw__node_count_pass(&l->node, t, n, true, true);
-    d->remaining = sw__floor_left(limit, (int64_t)((double)(pass + n) / isec));
+static inline __attribute__((always_inline)) void sw__decide_qps(sw_limiter *l,
+                                                                 const sw__rule *r, int64_t t,
+                                                                 int64_t n, uint32_t flags,
+                                                                 double limit, sw_decision *d) {
+  sw__admit_view view;
+  const double isec = l->node.second.isec;
+  if (sw__metric_admit(&l->node.second, t, n, limit, r->strict, &view)) {
+    sw__node_count_pass(&l->node, t, n, true, sw__in_flight(flags));
+    d->remaining = sw__floor_left(limit, (int64_t)((double)(view.pass + n) / isec));
     return;
   }
   if ((flags & SW_ENTRY_PRIORITIZED) && r->behavior == SW_BEHAVIOR_REJECT) {
     int64_t wait = sw__node_borrow(&l->node, t, n, r->threshold, r->strict);
     if (wait < l->node.hdr->occupy_timeout) {
       sw_node_add_occupied_pass_at(&l->node, t, n);
-      atomic_fetch_add_explicit(&l->node.live->concurrency, 1, memory_order_relaxed);
+      if (sw__in_flight(flags))
+        atomic_fetch_add_explicit(&l->node.live->concurrency, 1, memory_order_relaxed);
       d->verdict = SW_VERDICT_WAIT;
       d->borrowed = 1;
       d->wait_ms = wait;
@@ -249,8 +284,13 @@ void sw__limiter_decide_qps(sw_limiter *l, const sw__rule *r, int64_t t, int64_t
     }
   }
   d->verdict = SW_VERDICT_BLOCK;
-  d->retry_after_ms = sw__retry_after(l, t, n, limit);
-  d->remaining = sw__floor_left(limit, (int64_t)((double)pass / isec));
+  d->retry_after_ms = sw__retry_after_view(l, t, n, limit, &view);
+  d->remaining = sw__floor_left(limit, (int64_t)((double)view.pass / isec));
+}
+
+void sw__limiter_decide_qps(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n,
+                            uint32_t flags, double limit, sw_decision *d) {
+  sw__decide_qps(l, r, t, n, flags, limit, d);
 }
 
 static void sw__decide_concurrency(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n,
@@ -290,9 +330,9 @@ static void sw__block_never(sw_decision *d) {
 }
 
 static int sw__decide_pacing(sw_limiter *l, const sw__rule *r, int64_t t, bool precise,
-                             int64_t n, double qps, sw_decision *d) {
+                             int64_t n, uint32_t flags, double qps, sw_decision *d) {
   if (n == 0) {
-    sw__node_count_pass(&l->node, t, n, false, true);
+    sw__node_count_pass(&l->node, t, n, false, sw__in_flight(flags));
     return SW_OK;
   }
   if (sw__unlikely(!precise && t > SW__PACING_MAX_MS))
@@ -332,7 +372,7 @@ static int sw__decide_pacing(sw_limiter *l, const sw__rule *r, int64_t t, bool p
     }
     if (atomic_compare_exchange_weak(latest, &last, next)) break;
   }
-  sw__node_count_pass(&l->node, t, n, false, true);
+  sw__node_count_pass(&l->node, t, n, false, sw__in_flight(flags));
   d->verdict = wait > 0 ? SW_VERDICT_WAIT : SW_VERDICT_PASS;
   d->wait_ms = (wait + SW__NS_PER_MS / 2) / SW__NS_PER_MS; /* to the nearest ms */
   /* how many more of this size still fit in the queue */
@@ -340,57 +380,82 @@ static int sw__decide_pacing(sw_limiter *l, const sw__rule *r, int64_t t, bool p
   return SW_OK;
 }
 
-/* An entry at t; precise: t is the window clock's now, and pacing reads
- * the duration clock. */
-static int sw__limiter_entry(sw_limiter *l, int64_t t, bool precise, int64_t n, uint32_t flags,
-                             sw_decision *d) {
+/* Why an entry's arguments were refused (its fast check failed). */
+static __attribute__((noinline, cold)) int sw__entry_refused(const sw_limiter *l, int64_t t,
+                                                             int64_t n, uint32_t flags,
+                                                             const sw_decision *d) {
   SW__LIMITER_CHECK(l);
   SW__CHECK_WRITABLE(l);
   SW__CHECK_NULL(d, "decision");
   SW__CHECK_TIME(t);
-  if (sw__unlikely(n < 0 || n > INT32_MAX))
+  if (n < 0 || n > INT32_MAX)
     return sw__fail(SW_ERANGE, "n=%lld is outside 0..%d", (long long)n, INT32_MAX);
-  if (sw__unlikely(flags & ~SW_ENTRY_PRIORITIZED))
-    return sw__fail(SW_EINVAL, "unknown entry flags 0x%x", flags);
-  memset(d, 0, sizeof *d);
-  sw__rule r;
+  return sw__fail(SW_EINVAL, "unknown entry flags 0x%x", flags);
+}
+
+/* Every rule but the plain reject one (its whole rule loaded). */
+static __attribute__((noinline)) int sw__entry_other(sw_limiter *l, int64_t t, bool precise,
+                                                     int64_t n, uint32_t flags,
+                                                     const sw__rule *r, sw_decision *d) {
   int rc;
-  sw__rule_load(l->hdr, &r);
-  switch (r.behavior) {
+  switch (r->behavior) {
   case SW_BEHAVIOR_PACING:
-    if ((rc = sw__decide_pacing(l, &r, t, precise, n, r.threshold, d)) < 0) return rc;
+    if ((rc = sw__decide_pacing(l, r, t, precise, n, flags, r->threshold, d)) < 0) return rc;
     break;
   case SW_BEHAVIOR_WARM_UP:
-    sw__limiter_decide_qps(l, &r, t, n, flags, sw__warm_qps(&r, l, t), d);
+    sw__limiter_decide_qps(l, r, t, n, flags, sw__warm_qps(r, l, t), d);
     break;
   case SW_BEHAVIOR_WARM_UP_PACING:
-    if ((rc = sw__decide_pacing(l, &r, t, precise, n, sw__warm_qps(&r, l, t), d)) < 0) return rc;
+    if ((rc = sw__decide_pacing(l, r, t, precise, n, flags, sw__warm_qps(r, l, t), d)) < 0) return rc;
     break;
-  default:
-    if (r.cluster)
-      sw__decide_cluster(l, &r, t, n, flags, d);
-    else if (r.grade == SW_GRADE_CONCURRENCY)
-      sw__decide_concurrency(l, &r, t, n, d);
-    else
-      sw__limiter_decide_qps(l, &r, t, n, flags, r.threshold, d);
+  default: /* a cluster rule */
+    sw__decide_cluster(l, r, t, n, flags, d);
   }
-  if (d->verdict != SW_VERDICT_PASS) sw__limiter_settle(l, &r, t, n, d);
   return SW_OK;
 }
 
-void sw__limiter_settle(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n, sw_decision *d) {
+/* An entry at t; precise: t is the window clock's now, and pacing reads
+ * the duration clock. The plain reject rule reads only the rule's hot
+ * words; the others read the whole rule again. */
+static inline __attribute__((always_inline)) int sw__limiter_entry(sw_limiter *l, int64_t t,
+                                                                   bool precise, int64_t n,
+                                                                   uint32_t flags,
+                                                                   sw_decision *d) {
+  if (sw__unlikely(l == NULL || l->readonly || d == NULL || t < 0 || (uint64_t)n > INT32_MAX ||
+                   (flags & ~(SW_ENTRY_PRIORITIZED | SW_ENTRY_NO_EXIT))))
+    return sw__entry_refused(l, t, n, flags, d);
+  memset(d, 0, sizeof *d);
+  sw__rule r;
+  sw__rule_box_load(&l->hdr->rule, &r, false);
+  if (sw__unlikely(r.behavior != SW_BEHAVIOR_REJECT || r.cluster)) {
+    int rc = sw__entry_other(l, t, precise, n, flags, &r, d);
+    if (rc < 0) return rc;
+  } else if (sw__likely(r.grade == SW_GRADE_QPS)) {
+    sw__decide_qps(l, &r, t, n, flags, r.threshold, d);
+  } else if (sw__unlikely(flags & SW_ENTRY_NO_EXIT)) {
+    return sw__fail(SW_EINVAL, "SW_ENTRY_NO_EXIT on a concurrency rule: its exits free its "
+                    "places");
+  } else {
+    sw__decide_concurrency(l, &r, t, n, d);
+  }
+  if (d->verdict != SW_VERDICT_PASS) sw__limiter_settle(l, &r, t, n, flags, d);
+  return SW_OK;
+}
+
+void sw__limiter_settle(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n, uint32_t flags,
+                        sw_decision *d) {
   if (sw__unlikely(r->dry_run) && d->verdict != SW_VERDICT_PASS) {
     /* Shadow mode: whatever the rule says, the request goes ahead; what it
      * would have done stays in the decision (would_block, wait_ms). */
     if (d->verdict == SW_VERDICT_BLOCK) {
       d->would_block = 1;
-      sw__node_count_would_block(&l->node, t, n);
-      sw__node_count_pass(&l->node, t, n, false, true);
+      sw__node_count(&l->node, t, SW_EVENT_WOULD_BLOCK, n);
+      sw__node_count_pass(&l->node, t, n, false, sw__in_flight(flags));
     }
     d->verdict = SW_VERDICT_PASS;
     return;
   }
-  if (d->verdict == SW_VERDICT_BLOCK) sw_node_increase_block_at(&l->node, t, n);
+  if (d->verdict == SW_VERDICT_BLOCK) sw__node_count(&l->node, t, SW_EVENT_BLOCK, n);
 }
 
 SW_API int sw_limiter_entry_at(sw_limiter *l, int64_t t, int64_t n, uint32_t flags,
@@ -399,23 +464,39 @@ SW_API int sw_limiter_entry_at(sw_limiter *l, int64_t t, int64_t n, uint32_t fla
 }
 
 SW_API int sw_limiter_entry(sw_limiter *l, int64_t n, uint32_t flags, sw_decision *d) {
-  return sw__limiter_entry(l, sw_now_ms(), true, n, flags, d);
+  return sw__limiter_entry(l, sw__now_ms(), true, n, flags, d);
 }
 
-SW_API int sw_limiter_exit_at(sw_limiter *l, int64_t t, int64_t rt_ms, int64_t n,
-                              uint32_t flags) {
+/* Why an exit's arguments were refused (its fast check failed). */
+static __attribute__((noinline, cold)) int sw__exit_refused(const sw_limiter *l, int64_t t,
+                                                            int64_t rt_ms, int64_t n,
+                                                            uint32_t flags) {
   SW__LIMITER_CHECK(l);
   SW__CHECK_WRITABLE(l);
   SW__CHECK_TIME(t);
-  if (sw__unlikely(n < 0 || n > INT32_MAX || rt_ms < 0 || rt_ms > INT32_MAX))
+  if (n < 0 || n > INT32_MAX || rt_ms < 0 || rt_ms > INT32_MAX)
     return sw__fail(SW_ERANGE, "n=%lld, rt_ms=%lld: both must be in 0..%d", (long long)n,
                     (long long)rt_ms, INT32_MAX);
-  if (flags & ~SW_EXIT_ERROR) return sw__fail(SW_EINVAL, "unknown exit flags 0x%x", flags);
-  if (!sw__node_leave(&l->node)) return sw__fail(SW_ESTATE, "exit without an entry in flight");
+  return sw__fail(SW_EINVAL, "unknown exit flags 0x%x", flags);
+}
+
+static inline __attribute__((always_inline)) int sw__limiter_exit(sw_limiter *l, int64_t t,
+                                                                  int64_t rt_ms, int64_t n,
+                                                                  uint32_t flags) {
+  if (sw__unlikely(l == NULL || l->readonly || t < 0 || (uint64_t)n > INT32_MAX ||
+                   (uint64_t)rt_ms > INT32_MAX || (flags & ~SW_EXIT_ERROR)))
+    return sw__exit_refused(l, t, rt_ms, n, flags);
+  if (sw__unlikely(!sw__node_leave(&l->node)))
+    return sw__fail(SW_ESTATE, "exit without an entry in flight");
   sw__node_count_exit(&l->node, t, rt_ms, n, flags & SW_EXIT_ERROR);
   return SW_OK;
 }
 
+SW_API int sw_limiter_exit_at(sw_limiter *l, int64_t t, int64_t rt_ms, int64_t n,
+                              uint32_t flags) {
+  return sw__limiter_exit(l, t, rt_ms, n, flags);
+}
+
 SW_API int sw_limiter_exit(sw_limiter *l, int64_t rt_ms, int64_t n, uint32_t flags) {
-  return sw_limiter_exit_at(l, sw_now_ms(), rt_ms, n, flags);
+  return sw__limiter_exit(l, sw__now_ms(), rt_ms, n, flags);
 }

@@ -77,7 +77,10 @@ void sw__limiter_decide_qps(sw_limiter *l, const sw__rule *r, int64_t t, int64_t
                             uint32_t flags, double limit, sw_decision *d);
 /* Count a decided entry: a block as BLOCK, or with a dry-run rule as a pass
  * that WOULD_BLOCK (the verdict becomes PASS). */
-void sw__limiter_settle(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n, sw_decision *d);
+void sw__limiter_settle(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n, uint32_t flags,
+                        sw_decision *d);
+/* Whether an entry with these flags counts a request in flight. */
+static inline bool sw__in_flight(uint32_t flags) { return !(flags & SW_ENTRY_NO_EXIT); }
 /* A cluster rule's entry (lease.c). */
 int sw__decide_cluster(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n, uint32_t flags,
                        sw_decision *d);

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "metric.h"
+#include "admit.h"
 
 #define SW__METRIC_CHECK(m)                                                   \
   do {                                                                        \
@@ -99,6 +99,7 @@ int sw__metric_bind(sw_metric *m, void *mem) {
     m->cfg.borrow = &m->future;
   }
   m->la.borrowed = m->future.borrowed = true;
+  m->isec = (double)m->la.interval / 1000.0;
   return rc;
 }
 
@@ -162,24 +163,6 @@ SW_API double sw_metric_interval_sec(const sw_metric *m) {
 
 /* ------------------------------------------------------------------ reads */
 
-/* Fold an event over the windows of the interval ending at t (sum, or max
- * when max is set). If cur is not NULL it receives the body of t's window
- * when the slot already holds it (the add of a check-then-add); skip_word
- * leaves that body's stripe 0 out of the sum (strict admission). */
-/* Passes borrowed for the window starting at start that no main window
- * holds yet (the carry happens at the window's first write; Sentinel's reads
- * refresh the window first, libsw's read the borrow array instead). */
-static int64_t sw__borrowed_for(const sw_metric *m, uint32_t slot, int64_t start) {
-  sw__la_slot *s = sw__la_slot_at(&m->future, slot);
-  for (;;) {
-    uint64_t seq;
-    int64_t fstart;
-    if (!sw__la_active(s, &seq, &fstart) || fstart != start) return 0;
-    int64_t v = sw__mb_get(&m->fcfg, sw__la_body(&m->future, s, (seq >> 1) & 1), SW_EVENT_PASS);
-    if (sw__la_still_valid(s, seq)) return v;
-  }
-}
-
 /* What a strict admission's read found besides the sum. */
 typedef struct sw__strict_view {
   bool unsealed; /* an older window of the interval is not sealed */
@@ -197,47 +180,37 @@ static inline __attribute__((always_inline)) int64_t sw__fold_ex(const sw_metric
   /* Geometry in locals: the acquire loads below would make the compiler
    * reload fields of *la on every slot. */
   const sw_leap_array *la = &m->la;
-  const uint32_t n = (uint32_t)la->n, stripes = m->cfg.stripes, body_size = la->body_size;
+  const uint32_t n = (uint32_t)la->n, stripes = m->cfg.stripes;
   const uint64_t stride = la->stride;
   const bool borrows = ev == SW_EVENT_PASS && m->hdr->occupiable;
-  unsigned char *slot = la->slots;
-  const int64_t wl = la->wl, wid = t / wl, ws = wid * wl;
-  const uint32_t cur_idx = (uint32_t)(wid % n);
-  int64_t acc = 0;
-  for (uint32_t i = 0; i < n; i++, slot += stride) {
-    /* The window of the interval that lives in slot i starts at `want`. */
-    const int64_t back = (int64_t)(cur_idx >= i ? cur_idx - i : cur_idx + n - i);
-    const int64_t want = ws - back * wl;
-    if (want < 0) continue;
-    sw__la_slot *s = (sw__la_slot *)slot;
-    for (;;) {
-      uint64_t seq;
-      int64_t start, v;
-      if (!sw__la_active(s, &seq, &start) || start != want) {
-        if (sv && sw__la_active(s, &seq, &start) && start > ws) {
-          sv->newer = start > sv->newer ? start : sv->newer;
-          break;
-        }
-        if (!borrows) break;
-        v = sw__borrowed_for(m, i, want);
-      } else {
-        void *body = slot + SW_CACHE_LINE + ((seq >> 1) & 1) * body_size;
-        if (sv && start == ws) { /* all but stripe 0 (the strict CAS word) */
-          v = 0;
-          for (uint32_t k = 1; k < stripes; k++)
-            v += atomic_load_explicit(&((sw__mb_stripe *)body)[k].c[ev], memory_order_relaxed);
-        } else {
-          v = sw__mb_sum(stripes, body, ev);
-          if (ev == SW_EVENT_PASS) { /* only stripe 0 can carry the seal bit */
-            if (sv && !(v & SW__SEALED)) sv->unsealed = true;
-            v &= ~SW__SEALED;
-          }
-        }
-        if (sw__unlikely(!sw__la_still_valid(s, seq))) continue;
-        if (cur && start == ws) *cur = body;
+  const int64_t wl = la->wl;
+  int64_t ws;
+  uint32_t idx = sw__la_locate(la, t, &ws);
+  unsigned char *slot = la->slots + (uint64_t)idx * stride;
+  int64_t acc = 0, want = ws;
+  /* from t's window back: slot idx holds the window starting at want */
+  for (uint32_t i = 0; i < n && want >= 0; i++, want -= wl) {
+    int64_t v = 0, held;
+    void *body;
+    if (sw__read_window(la, (sw__la_slot *)slot, want, stripes, ev, sv && i == 0, &v, &body,
+                        &held)) {
+      if (ev == SW_EVENT_PASS) { /* only stripe 0 can carry the seal bit */
+        if (sv && i > 0 && !(v & SW__SEALED)) sv->unsealed = true;
+        v &= ~SW__SEALED;
       }
-      acc = max ? (v > acc ? v : acc) : sw__sat_add(acc, v);
-      break;
+      if (cur && i == 0) *cur = body;
+    } else if (sv && held > ws) {
+      sv->newer = held > sv->newer ? held : sv->newer;
+    } else if (borrows) {
+      v = sw__borrowed_for(m, idx, want);
+    }
+    acc = max ? (v > acc ? v : acc) : sw__sat_add(acc, v);
+    if (idx == 0) {
+      idx = n - 1;
+      slot = la->slots + (uint64_t)idx * stride;
+    } else {
+      idx--;
+      slot -= stride;
     }
   }
   return acc;
@@ -247,6 +220,14 @@ static inline __attribute__((always_inline)) int64_t sw__fold(const sw_metric *m
                                                               sw_event ev, bool max,
                                                               void **cur) {
   return sw__fold_ex(m, t, ev, max, cur, NULL);
+}
+
+/* The readers of one event: the fold specialised for it. */
+static inline __attribute__((always_inline)) int64_t sw__sum(const sw_metric *m, int64_t t,
+                                                             sw_event event) {
+  SW__METRIC_CHECK(m);
+  SW__CHECK_TIME(t);
+  return sw__fold(m, t, event, false, NULL);
 }
 
 SW_API int64_t sw_metric_sum_at(const sw_metric *m, int64_t t, sw_event event) {
@@ -259,10 +240,10 @@ SW_API int64_t sw_metric_sum_at(const sw_metric *m, int64_t t, sw_event event) {
 
 #define SW__SUM_READER(name, event)                                             \
   SW_API int64_t sw_metric_##name##_at(const sw_metric *m, int64_t t) {         \
-    return sw_metric_sum_at(m, t, event);                                       \
+    return sw__sum(m, t, event);                                                \
   }                                                                             \
   SW_API int64_t sw_metric_##name(const sw_metric *m) {                         \
-    return sw_metric_sum_at(m, sw_now_ms(), event);                             \
+    return sw__sum(m, sw__now_ms(), event);                                     \
   }
 
 SW__SUM_READER(pass, SW_EVENT_PASS)
@@ -280,7 +261,7 @@ SW_API int64_t sw_metric_max_success_at(const sw_metric *m, int64_t t) {
 }
 
 SW_API int64_t sw_metric_max_success(const sw_metric *m) {
-  return sw_metric_max_success_at(m, sw_now_ms());
+  return sw_metric_max_success_at(m, sw__now_ms());
 }
 
 SW_API int64_t sw_metric_min_rt_at(const sw_metric *m, int64_t t) {
@@ -301,7 +282,7 @@ SW_API int64_t sw_metric_min_rt_at(const sw_metric *m, int64_t t) {
 }
 
 SW_API int64_t sw_metric_min_rt(const sw_metric *m) {
-  return sw_metric_min_rt_at(m, sw_now_ms());
+  return sw_metric_min_rt_at(m, sw__now_ms());
 }
 
 /* PASS of the window starting at start in slot idx: the main window's, or
@@ -343,13 +324,13 @@ SW_API int64_t sw_metric_previous_window_pass_at(const sw_metric *m, int64_t t) 
   return sw__previous(m, t, SW_EVENT_PASS);
 }
 SW_API int64_t sw_metric_previous_window_pass(const sw_metric *m) {
-  return sw__previous(m, sw_now_ms(), SW_EVENT_PASS);
+  return sw__previous(m, sw__now_ms(), SW_EVENT_PASS);
 }
 SW_API int64_t sw_metric_previous_window_block_at(const sw_metric *m, int64_t t) {
   return sw__previous(m, t, SW_EVENT_BLOCK);
 }
 SW_API int64_t sw_metric_previous_window_block(const sw_metric *m) {
-  return sw__previous(m, sw_now_ms(), SW_EVENT_BLOCK);
+  return sw__previous(m, sw__now_ms(), SW_EVENT_BLOCK);
 }
 
 SW_API int64_t sw_metric_waiting_at(const sw_metric *m, int64_t t) {
@@ -369,35 +350,62 @@ SW_API int64_t sw_metric_waiting_at(const sw_metric *m, int64_t t) {
 }
 
 SW_API int64_t sw_metric_waiting(const sw_metric *m) {
-  return sw_metric_waiting_at(m, sw_now_ms());
+  return sw_metric_waiting_at(m, sw__now_ms());
 }
 
 /* ------------------------------------------------------------------ adds */
 
-SW_API int sw_metric_add_at(sw_metric *m, int64_t t, sw_event event, int64_t n) {
+/* Count n of event in body (the RT event also lowers the min RT). */
+static inline __attribute__((always_inline)) void sw__metric_count(sw_metric *m, void *body,
+                                                                   sw_event event, int64_t n) {
+  if (event == SW_EVENT_RT)
+    sw__mb_add_rt(&m->cfg, body, n);
+  else
+    sw__mb_add(&m->cfg, body, event, n);
+}
+
+/* An add that the fast path did not finish: a bad argument, or t outside
+ * the window the hint knows. */
+static __attribute__((noinline, cold)) int sw__metric_add_slow(sw_metric *m, int64_t t,
+                                                               sw_event event, int64_t n) {
   SW__METRIC_CHECK(m);
   SW__CHECK_WRITABLE(m);
   SW__CHECK_TIME(t);
-  if ((unsigned)event >= SW_EVENT_COUNT)
-    return sw__fail(SW_ERANGE, "event=%d is not a sw_event", (int)event);
   int rc = sw__check_count(event == SW_EVENT_RT ? "rt_ms" : "n", n);
   if (rc < 0) return rc;
-  void *body = sw__la_current_body(&m->la, t);
-  if (sw__likely(body != NULL)) {
-    if (event == SW_EVENT_RT)
-      sw__mb_add_rt(&m->cfg, body, n);
-    else
-      sw__mb_add(&m->cfg, body, event, n);
-  }
+  void *body = sw__la_current_body_slow(&m->la, t);
+  if (sw__likely(body != NULL)) sw__metric_count(m, body, event, n);
   return SW_OK;
+}
+
+/* Add n of event at t. The fast path is one hinted slot and one atomic
+ * add; t < 0 never matches a hint, so the slow path rejects it. */
+static inline __attribute__((always_inline)) int sw__metric_add(sw_metric *m, int64_t t,
+                                                                sw_event event, int64_t n) {
+  int64_t ws;
+  sw__la_slot *s;
+  uint64_t seq;
+  uint32_t idx;
+  /* a read-only handle has no hint (sw__la_hint_set) */
+  if (sw__unlikely(m == NULL || (uint64_t)n > INT32_MAX ||
+                   !sw__la_hinted(&m->la, t, &ws, &s, &seq, &idx)))
+    return sw__metric_add_slow(m, t, event, n);
+  sw__metric_count(m, sw__la_body(&m->la, s, (seq >> 1) & 1), event, n);
+  return SW_OK;
+}
+
+SW_API int sw_metric_add_at(sw_metric *m, int64_t t, sw_event event, int64_t n) {
+  if ((unsigned)event >= SW_EVENT_COUNT)
+    return sw__fail(SW_ERANGE, "event=%d is not a sw_event", (int)event);
+  return sw__metric_add(m, t, event, n);
 }
 
 #define SW__ADDER(name, event)                                                  \
   SW_API int sw_metric_add_##name##_at(sw_metric *m, int64_t t, int64_t n) {    \
-    return sw_metric_add_at(m, t, event, n);                                    \
+    return sw__metric_add(m, t, event, n);                                      \
   }                                                                             \
   SW_API int sw_metric_add_##name(sw_metric *m, int64_t n) {                    \
-    return sw_metric_add_at(m, sw_now_ms(), event, n);                          \
+    return sw__metric_add(m, sw__now_ms(), event, n);                           \
   }
 
 SW__ADDER(pass, SW_EVENT_PASS)
@@ -406,10 +414,6 @@ SW__ADDER(exception, SW_EVENT_EXCEPTION)
 SW__ADDER(success, SW_EVENT_SUCCESS)
 SW__ADDER(occupied_pass, SW_EVENT_OCCUPIED_PASS)
 SW__ADDER(rt, SW_EVENT_RT)
-
-static inline bool sw__over(int64_t pass, double isec, int64_t n, double limit) {
-  return (double)(int64_t)((double)pass / isec) + (double)n > limit;
-}
 
 /* Seal the CAS word of every window of the interval ending at t that is
  * older than t's window: strict admissions that still hold an older time
@@ -435,8 +439,8 @@ static void sw__seal_older(sw_metric *m, int64_t t) {
  * anywhere moves there first, and one that creates its window reads again
  * before counting: so an older window created after a newer one's last read
  * never takes a count. The boundary cannot overshoot. */
-int sw__metric_admit(sw_metric *m, int64_t t, int64_t n, double limit, bool strict,
-                     int64_t *pass_before) {
+int sw__admit_general(sw_metric *m, int64_t t, int64_t n, double limit, bool strict,
+                      int64_t *pass_before) {
   const double isec = (double)m->la.interval / 1000.0;
   const int64_t wl = m->la.wl;
   for (;;) {
@@ -467,6 +471,9 @@ int sw__metric_admit(sw_metric *m, int64_t t, int64_t n, double limit, bool stri
       t = start;
       continue;
     }
+    /* t's window exists: the next admissions of this handle in it take the
+     * fast path (another process may have created it) */
+    sw__la_hint_set(&m->la, t - t % wl, (uint32_t)((t / wl) % m->la.n));
     if (!strict) {
       *pass_before = pass;
       if (sw__over(pass, isec, n, limit)) return 0;
@@ -500,6 +507,11 @@ SW_API int sw_metric_try_pass_at(sw_metric *m, int64_t t, int64_t n, int64_t lim
   SW__CHECK_TIME(t);
   int rc = sw__check_count("n", n);
   if (rc < 0) return rc;
+  sw__admit_view view;
+  if ((rc = sw__admit_fast(m, t, n, 0, false, true, limit, &view)) >= 0) {
+    if (pass_out) *pass_out = view.pass;
+    return rc;
+  }
   void *body = NULL;
   int64_t pass = sw__fold(m, t, SW_EVENT_PASS, false, &body);
   if (pass_out) *pass_out = pass;
@@ -510,7 +522,7 @@ SW_API int sw_metric_try_pass_at(sw_metric *m, int64_t t, int64_t n, int64_t lim
 }
 
 SW_API int sw_metric_try_pass(sw_metric *m, int64_t n, int64_t limit, int64_t *pass_out) {
-  return sw_metric_try_pass_at(m, sw_now_ms(), n, limit, pass_out);
+  return sw_metric_try_pass_at(m, sw__now_ms(), n, limit, pass_out);
 }
 
 SW_API int sw_metric_add_waiting(sw_metric *m, int64_t future_ms, int64_t n) {
@@ -599,7 +611,7 @@ SW_API int sw_metric_details_at(const sw_metric *m, int64_t t, sw_metric_record 
 }
 
 SW_API int sw_metric_details(const sw_metric *m, sw_metric_record *out, uint32_t cap) {
-  return sw__records(m, SW__SEL_INTERVAL, sw_now_ms(), NULL, NULL, out, cap);
+  return sw__records(m, SW__SEL_INTERVAL, sw__now_ms(), NULL, NULL, out, cap);
 }
 
 SW_API int sw_metric_details_on_condition_at(const sw_metric *m, int64_t t,

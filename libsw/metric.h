@@ -22,6 +22,7 @@ struct sw_metric {
   sw__metric_cfg cfg;   /* ctx of la */
   sw__metric_cfg fcfg;  /* ctx of future (one stripe) */
   sw__metric_hdr *hdr;
+  double isec; /* the interval in seconds */
   bool owns_block;
   bool readonly; /* bound to a read-only mapping: writes are refused */
   bool borrowed; /* part of a larger object: *_free leaves it alone */
@@ -41,14 +42,26 @@ int sw__metric_check(const void *mem, int32_t sample_count, int64_t interval_ms,
 int sw__metric_bind(sw_metric *m, void *mem);
 /* Release what sw__metric_init set up in a heap block (not the memory). */
 void sw__metric_fini(void *mem);
-/* Admission of n at t against a QPS limit: passes if
+/* What an admission read: the interval's PASS its check saw and, when the
+ * fast path decided, the PASS of each window from t's back (win[0] is t's
+ * window; nwin = 0 when the general path decided). */
+#define SW__ADMIT_WINDOWS 16
+typedef struct sw__admit_view {
+  int64_t pass;
+  int64_t ws; /* the start of t's window */
+  uint32_t nwin;
+  int64_t win[SW__ADMIT_WINDOWS];
+} sw__admit_view;
+
+/* Admission of n at t against a QPS limit, from any state: passes if
  * floor(PASS / interval_sec) + n <= limit, and then counts n in the current
  * window's PASS. strict: the check and the count are one CAS on one word
  * (stripe 0's PASS of the current window), so concurrent strict admissions
- * never overshoot; otherwise Sentinel's check-then-add. *pass_before gets the
- * interval's PASS seen by the check. Returns 1 admitted, 0 refused. */
-int sw__metric_admit(sw_metric *m, int64_t t, int64_t n, double limit, bool strict,
-                     int64_t *pass_before);
+ * never overshoot; otherwise Sentinel's check-then-add. Returns 1 admitted,
+ * 0 refused; *pass_before gets the interval's PASS its check saw. The
+ * entries call sw__metric_admit (admit.h), which tries a fast path first. */
+int sw__admit_general(sw_metric *m, int64_t t, int64_t n, double limit, bool strict,
+                      int64_t *pass_before);
 
 /* Read the metric options (SW_OPT_OCCUPIABLE, SW_OPT_STRIPES, SW_OPT_MAX_RT_MS). */
 void sw__metric_options(const sw_options *opts, bool *occupiable, uint32_t *stripes,

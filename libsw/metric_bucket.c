@@ -124,14 +124,3 @@ SW_API int64_t sw_metric_bucket_get(const sw_leap_array *la, const void *bucket,
   return sw__mb_field_get(la->ctx, bucket, field);
 }
 
-/* ------------------------------------------------------------ stripe hint */
-
-__thread uint32_t sw__stripe_hint_tls __attribute__((tls_model("initial-exec")));
-static atomic_uint sw__next_hint;
-
-uint32_t sw__stripe_hint_slow(void) {
-  /* Consecutive threads get consecutive stripes; the pid spreads processes. */
-  uint32_t h = atomic_fetch_add(&sw__next_hint, 1) + (uint32_t)getpid() * 0x9e3779b1u;
-  sw__stripe_hint_tls = h | 0x80000000u; /* never 0 once set */
-  return sw__stripe_hint_tls;
-}

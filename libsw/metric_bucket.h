@@ -37,8 +37,14 @@ static inline uint32_t sw__mb_stripes(const sw__metric_cfg *cfg) {
   return cfg ? cfg->stripes : 1u;
 }
 
+/* The stripe of bucket that the thread with stripe hint h adds to. */
+static inline sw__mb_stripe *sw__mb_stripe_of(const sw__metric_cfg *cfg, void *bucket,
+                                              uint32_t h) {
+  return (sw__mb_stripe *)bucket + (h & (sw__mb_stripes(cfg) - 1));
+}
+
 static inline sw__mb_stripe *sw__mb_my_stripe(const sw__metric_cfg *cfg, void *bucket) {
-  return (sw__mb_stripe *)bucket + (sw__stripe_hint() & (sw__mb_stripes(cfg) - 1));
+  return sw__mb_stripe_of(cfg, bucket, sw__stripe_hint());
 }
 
 static inline void sw__mb_add(const sw__metric_cfg *cfg, void *bucket, sw_event ev, int64_t n) {
@@ -64,27 +70,37 @@ static inline void sw__mb_add_rt(const sw__metric_cfg *cfg, void *bucket, int64_
   sw__mb_stripe_min(st, rt);
 }
 
-/* The end of a request in one window: n successes, one RT (and n exceptions). */
-static inline void sw__mb_exit(const sw__metric_cfg *cfg, void *bucket, int64_t rt, int64_t n,
-                               bool error) {
-  sw__mb_stripe *st = sw__mb_my_stripe(cfg, bucket);
+/* The end of a request in one window: n successes, one RT (and n
+ * exceptions), on the stripe of hint h. */
+static inline void sw__mb_exit(const sw__metric_cfg *cfg, void *bucket, uint32_t h, int64_t rt,
+                               int64_t n, bool error) {
+  sw__mb_stripe *st = sw__mb_stripe_of(cfg, bucket, h);
   atomic_fetch_add_explicit(&st->c[SW_EVENT_SUCCESS], n, memory_order_relaxed);
   if (error) atomic_fetch_add_explicit(&st->c[SW_EVENT_EXCEPTION], n, memory_order_relaxed);
   atomic_fetch_add_explicit(&st->c[SW_EVENT_RT], rt, memory_order_relaxed);
   sw__mb_stripe_min(st, rt);
 }
 
+/* Sum of an event over the stripes after the first (unrolled: stripes is a
+ * power of two). */
+static inline int64_t sw__mb_sum_tail(uint32_t stripes, const void *bucket, sw_event ev) {
+  const sw__mb_stripe *st = bucket;
+#define SW__LD(i) atomic_load_explicit(&st[i].c[ev], memory_order_relaxed)
+  if (sw__likely(stripes == SW__DEFAULT_STRIPES)) return SW__LD(1) + SW__LD(2) + SW__LD(3);
+  if (stripes == 1) return 0;
+  int64_t sum = SW__LD(1);
+  if (stripes == 2) return sum;
+  sum += SW__LD(2) + SW__LD(3);
+  for (uint32_t i = 4; i < stripes; i += 2) sum += SW__LD(i) + SW__LD(i + 1);
+  return sum;
+#undef SW__LD
+}
+
 /* Sum of an event over the stripes. */
 static inline int64_t sw__mb_sum(uint32_t stripes, const void *bucket, sw_event ev) {
   const sw__mb_stripe *st = bucket;
-#define SW__LD(i) atomic_load_explicit(&st[i].c[ev], memory_order_relaxed)
-  int64_t sum = SW__LD(0);
-  if (stripes == 1) return sum;
-  sum += SW__LD(1);
-  if (stripes == 2) return sum;
-  for (uint32_t i = 2; i < stripes; i += 2) sum += SW__LD(i) + SW__LD(i + 1);
-  return sum;
-#undef SW__LD
+  return atomic_load_explicit(&st[0].c[ev], memory_order_relaxed) +
+         sw__mb_sum_tail(stripes, bucket, ev);
 }
 
 /* Same, for any metric bucket: a sealed future PASS reads unsealed. */

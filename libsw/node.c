@@ -228,40 +228,6 @@ SW_API int64_t sw_node_occupy_timeout_ms(const sw_node *node) {
 
 /* ------------------------------------------------------------- recording */
 
-void sw__node_count_pass(sw_node *node, int64_t t, int64_t n, bool second_counted,
-                         bool in_flight) {
-  void *b;
-  if (!second_counted && (b = sw__la_current_body(&node->second.la, t)))
-    sw__mb_add(&node->second.cfg, b, SW_EVENT_PASS, n);
-  if ((b = sw__la_current_body(&node->minute.la, t)))
-    sw__mb_add(&node->minute.cfg, b, SW_EVENT_PASS, n);
-  if (in_flight) atomic_fetch_add_explicit(&node->live->concurrency, 1, memory_order_relaxed);
-}
-
-void sw__node_count_would_block(sw_node *node, int64_t t, int64_t n) {
-  void *b;
-  if ((b = sw__la_current_body(&node->second.la, t)))
-    sw__mb_add(&node->second.cfg, b, SW_EVENT_WOULD_BLOCK, n);
-  if ((b = sw__la_current_body(&node->minute.la, t)))
-    sw__mb_add(&node->minute.cfg, b, SW_EVENT_WOULD_BLOCK, n);
-}
-
-void sw__node_count_exit(sw_node *node, int64_t t, int64_t rt, int64_t n, bool error) {
-  void *b;
-  if ((b = sw__la_current_body(&node->second.la, t))) sw__mb_exit(&node->second.cfg, b, rt, n, error);
-  if ((b = sw__la_current_body(&node->minute.la, t))) sw__mb_exit(&node->minute.cfg, b, rt, n, error);
-}
-
-bool sw__node_leave(sw_node *node) {
-  _Atomic int64_t *c = &node->live->concurrency;
-  int64_t v = atomic_load_explicit(c, memory_order_relaxed);
-  do {
-    if (v <= 0) return false;
-  } while (!atomic_compare_exchange_weak_explicit(c, &v, v - 1, memory_order_relaxed,
-                                                  memory_order_relaxed));
-  return true;
-}
-
 /* Record one event in both arrays. */
 static int sw__both(sw_node *node, int64_t t, sw_event ev, int64_t n) {
   SW__NODE_CHECK(node);

@@ -441,7 +441,7 @@ static void sw__take(sw__redis_cmd *c, const redisReply *rep) {
     sw__set_error(c, "unexpected reply");
     return;
   }
-  c->recv_ms = sw_now_ms();
+  c->recv_ms = sw__now_ms();
   c->nints = (int)rep->elements;
   for (size_t i = 0; i < rep->elements; i++) c->ints[i] = rep->element[i]->integer;
   c->ok = 1;

@@ -21,7 +21,7 @@ typedef struct sw__redis_cmd {
   long long ints[4];
   int nints;
   char error[96];      /* otherwise: the error */
-  int64_t recv_ms;     /* sw_now_ms() when the reply arrived */
+  int64_t recv_ms;     /* sw__now_ms() when the reply arrived */
 } sw__redis_cmd;
 
 #define SW__REDIS_LIST_MAX 1023 /* bytes of a server list */

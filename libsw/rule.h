@@ -71,29 +71,33 @@ static inline __attribute__((always_inline)) void sw__rule_box_hot(const sw__rul
   memcpy(r, u.w, sizeof u.w);
 }
 
-/* Load the rule; the reject behaviour needs only its first words unless
- * full is set. Never waits: a retry means a write was published meanwhile. */
+/* Load the rule; the reject behaviour needs only its hot words (loaded
+ * unrolled, as sw__rule_box_hot does) unless full is set, the others read
+ * the rest in the same pass. Never waits: a retry means a write was
+ * published meanwhile. */
 static inline __attribute__((always_inline)) void sw__rule_box_load(const sw__rule_box *h,
                                                                      sw__rule *r, bool full) {
-  uint64_t w[SW__RULE_WORDS], ver;
-  int words;
+  union {
+    uint64_t w[SW__RULE_WORDS];
+    sw__rule r;
+  } u;
+  uint64_t ver;
+  bool rest;
   do {
     ver = atomic_load_explicit(&h->ver, memory_order_acquire);
     const _Atomic uint64_t *copy = h->rule[ver & 1];
-    for (int i = 0; i < SW__RULE_HOT; i++)
-      w[i] = atomic_load_explicit(&copy[i], memory_order_relaxed);
-    memcpy(r, w, SW__RULE_HOT * sizeof w[0]);
-    /* the plain reject rule needs nothing more */
-    words = r->behavior == SW_BEHAVIOR_REJECT && !r->cluster && !full ? SW__RULE_HOT
-                                                                      : SW__RULE_WORDS;
-    for (int i = SW__RULE_HOT; i < words; i++)
-      w[i] = atomic_load_explicit(&copy[i], memory_order_relaxed);
+    u.w[0] = atomic_load_explicit(&copy[0], memory_order_relaxed);
+    u.w[1] = atomic_load_explicit(&copy[1], memory_order_relaxed);
+    u.w[2] = atomic_load_explicit(&copy[2], memory_order_relaxed);
+    rest = full || u.r.behavior != SW_BEHAVIOR_REJECT || u.r.cluster;
+    for (int i = SW__RULE_HOT; rest && i < SW__RULE_WORDS; i++)
+      u.w[i] = atomic_load_explicit(&copy[i], memory_order_relaxed);
     atomic_thread_fence(memory_order_acquire);
   } while (ver != atomic_load_explicit(&h->ver, memory_order_relaxed));
-  if (words > SW__RULE_HOT)
-    memcpy((uint64_t *)r + SW__RULE_HOT, w + SW__RULE_HOT,
-           (size_t)(words - SW__RULE_HOT) * sizeof w[0]);
+  memcpy(r, u.w, SW__RULE_HOT * sizeof u.w[0]);
+  if (rest)
+    memcpy((uint64_t *)r + SW__RULE_HOT, u.w + SW__RULE_HOT,
+           (SW__RULE_WORDS - SW__RULE_HOT) * sizeof u.w[0]);
 }
-
 
 #endif /* SW_RULE_H */

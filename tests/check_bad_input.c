@@ -1805,6 +1805,10 @@ static void bad_sw_limiter_entry_at(void) {
   /* Unknown flag bits are refused (they stay free for later use). */
   EXPECT(sw_limiter_entry_at(l, 1000, 1, UINT32_MAX, &d), SW_EINVAL);
   EXPECT_OK(sw_limiter_entry_at(l, 1000, 1, 0, &d));
+  /* No exit on the concurrency grade: nothing would free its places. */
+  sw_limiter *conc = limiter_with(OPTS({SW_OPT_GRADE, SW_GRADE_CONCURRENCY}, {SW_OPT_THRESHOLD, 5}));
+  EXPECT(sw_limiter_entry_at(conc, 1000, 1, SW_ENTRY_NO_EXIT, &d), SW_EINVAL);
+  EXPECT(sw_node_concurrency(sw_limiter_node(conc)), 0);
   /* The far end of time, passed and then blocked (retry_after is computed). */
   EXPECT_HUGE_T(sw_limiter_entry_at(l, INT64_MAX, 1, 0, &d));
   EXPECT_HUGE_T(sw_limiter_entry_at(l, INT64_MAX, 1, 0, &d));
@@ -2409,6 +2413,9 @@ static void bad_sw_keyed_entry_at(void) {
   FOR_EACH(len, lens, "%zu") EXPECT(sw_keyed_entry_at(k, 1000, "a", len, 1, 0, &d), SW_ERANGE);
   EXPECT(sw_keyed_entry_at(k, 1000, "a", 1, 1, SW_ENTRY_PRIORITIZED, &d), SW_ENOTSUP);
   EXPECT(sw_keyed_entry_at(k, 1000, "a", 1, 1, ~0u, &d), SW_EINVAL);
+  /* no exit on a concurrency table: nothing would free its places */
+  sw_keyed *conc = keyed_with(4, OPTS({SW_OPT_GRADE, SW_GRADE_CONCURRENCY}, {SW_OPT_THRESHOLD, 5}));
+  EXPECT(sw_keyed_entry_at(conc, 1000, "a", 1, 1, SW_ENTRY_NO_EXIT, &d), SW_EINVAL);
   sw_keyed_info in;
   ck_assert_int_eq(sw_keyed_stats(k, &in), SW_OK);
   ck_assert_int_eq(in.keys + in.pass + in.block, 0); /* nothing counted by a refusal */

@@ -278,9 +278,12 @@ static int victim(const char *action, const char *seg_name) {
     sw_limiter_set_rule(l, o);
   } else if (strcmp(action, "insert") == 0) {
     sw_registry_get(sw_segment_registry(seg), "b", &l);
-  } else if (strcmp(action, "strict") == 0) { /* an entry at t=400: 10 + its verdict */
+  } else if (strncmp(action, "strict", 6) == 0) { /* an entry at t=400: 10 + its verdict */
     sw_decision d;
+    /* strict-warm: an entry of 0 first, so that the handle knows the
+     * window and the entry that stops takes the fast path (admit.h) */
     if (sw_registry_get(sw_segment_registry(seg), "a", &l) != SW_OK ||
+        (strcmp(action, "strict-warm") == 0 && sw_limiter_entry_at(l, 400, 0, 0, &d) != SW_OK) ||
         sw_limiter_entry_at(l, 400, 1, 0, &d) != SW_OK)
       return 5;
     sw_segment_close(seg); /* (LeakSanitizer would change the exit status) */
@@ -409,14 +412,15 @@ START_TEST(test_killed_inside_segment_creation) {
 }
 END_TEST
 
-/* Start a victim that stops itself (SIGSTOP) at point, holding a lock. */
-static pid_t stop_at(const char *point, const char *action, const char *seg_name) {
+/* Start a victim that stops itself (SIGSTOP) the nth time it reaches
+ * point, holding a lock. */
+static pid_t stop_at_nth(const char *point, int nth, const char *action, const char *seg_name) {
   fflush(stderr);
   pid_t pid = fork();
   ck_assert_int_ge(pid, 0);
   if (pid == 0) {
     char spec[64];
-    snprintf(spec, sizeof spec, "%s:1:stop", point);
+    snprintf(spec, sizeof spec, "%s:%d:stop", point, nth);
     setenv("SW_TEST_KILL_AT", spec, 1);
     execl("/proc/self/exe", "check_crash", "--victim", action, seg_name, (char *)NULL);
     _exit(99);
@@ -425,6 +429,10 @@ static pid_t stop_at(const char *point, const char *action, const char *seg_name
   ck_assert_int_eq(waitpid(pid, &status, WUNTRACED), pid);
   ck_assert_msg(WIFSTOPPED(status), "victim of %s did not stop there: status %d", point, status);
   return pid;
+}
+
+static pid_t stop_at(const char *point, const char *action, const char *seg_name) {
+  return stop_at_nth(point, 1, action, seg_name);
 }
 
 static void kill_stopped(pid_t pid) {
@@ -437,18 +445,26 @@ static void kill_stopped(pid_t pid) {
  * admission sealed the older window first, so the late one fails its CAS
  * and decides again at the newer window. Threshold 2: it is blocked (the
  * interval holds 2; without the seal, 3). Threshold 3: it passes, counted
- * in the newer window (not refused for finding the sealed word). */
+ * in the newer window (not refused for finding the sealed word). The late
+ * admission on the general path (a fresh handle) and on the fast path (a
+ * handle that knows the window: its first entry, of 0, passes the point
+ * too); the newer one on the general path (it creates its window) and on
+ * the fast path (an exit created the window first: the fast path must
+ * not count with an older window unsealed). */
 START_TEST(test_strict_admission_across_a_boundary) {
-  for (int threshold = 2; threshold <= 3; threshold++) {
+  for (int run = 0; run < 8; run++) {
+    const int threshold = 2 + run % 2, warm = run / 2 % 2, newer_fast = run / 4;
     char name[64];
-    snprintf(name, sizeof name, "sw-crash-seal-%d-%d", (int)getpid(), threshold);
+    snprintf(name, sizeof name, "sw-crash-seal-%d-%d", (int)getpid(), run);
     sw_segment *seg = segment_new(name, threshold);
     sw_limiter *l;
     ck_ok(sw_registry_get(sw_segment_registry(seg), "a", &l));
     sw_decision d;
     ck_ok(sw_limiter_entry_at(l, 100, 1, 0, &d));
     ck_assert_int_eq(d.verdict, SW_VERDICT_PASS);
-    pid_t late = stop_at("strict-cas", "strict", name); /* read 1 pass at t=400 */
+    pid_t late = warm ? stop_at_nth("strict-cas", 2, "strict-warm", name)
+                      : stop_at("strict-cas", "strict", name); /* read 1 pass at t=400 */
+    if (newer_fast) ck_ok(sw_limiter_exit_at(l, 550, 0, 1, 0)); /* creates window 500 */
     ck_ok(sw_limiter_entry_at(l, 600, 1, 0, &d));
     ck_assert_int_eq(d.verdict, SW_VERDICT_PASS);
     kill(late, SIGCONT);
@@ -456,7 +472,9 @@ START_TEST(test_strict_admission_across_a_boundary) {
     ck_assert_int_eq(waitpid(late, &status, 0), late);
     const int want = threshold == 2 ? SW_VERDICT_BLOCK : SW_VERDICT_PASS;
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 10 + want,
-                  "threshold %d, the late admission: status %d", threshold, status);
+                  "threshold %d (late: %s path, newer: %s path), the late admission: "
+                  "status %d", threshold, warm ? "fast" : "general",
+                  newer_fast ? "fast" : "general", status);
     sw_metric *sec = sw_node_second_metric(sw_limiter_node(l));
     ck_assert_int_eq(sw_metric_pass_at(sec, 600), 2 + (threshold == 3));
     ck_assert_int_eq(sw_metric_window_pass_at(sec, 600), 1 + (threshold == 3));

@@ -722,10 +722,39 @@ START_TEST(test_million_ipv4_keys) {
 }
 END_TEST
 
+/* A key's first interval after time 0, whatever the windows: its windows
+ * before 0 hold nothing and need no seal (with 10 windows an entry before
+ * 500 ms spun for ever). One entry every 100 ms against 5 a second: the
+ * first 5 pass, then one more each time a window of passes leaves. */
+START_TEST(test_entries_near_time_zero) {
+  static const int32_t counts[] = {1, 2, 4, 5, 10};
+  for (int c = 0; c < 5; c++) {
+    sw_options *o = keyed_opts(SW_BEHAVIOR_REJECT, 5);
+    ck_ok(sw_options_set(o, SW_OPT_SECOND_SAMPLE_COUNT, counts[c]));
+    sw_keyed *k = keyed_new(16, o);
+    sw_options_free(o);
+    const int64_t wl = 1000 / counts[c];
+    int64_t passed[64];
+    int np = 0;
+    for (int64_t t = 0; t < 3000; t += 100) {
+      int64_t in = 0; /* passes of the windows of the interval ending at t */
+      for (int i = 0; i < np; i++) in += passed[i] / wl > t / wl - counts[c];
+      sw_decision d = enter(k, t, "near");
+      ck_assert_msg(d.verdict == (in + 1 <= 5 ? PASS : BLOCK),
+                    "%d windows, t=%lld: verdict %d with %lld in the interval", counts[c],
+                    (long long)t, d.verdict, (long long)in);
+      if (d.verdict == PASS) passed[np++] = t;
+    }
+    ck_assert_int_ge(np, 10);
+    sw_keyed_free(k);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("keyed");
   SW_TCASE(s, "reject", test_reject_per_key, test_reject_sliding_and_retry, test_reject_boundary,
-           test_dry_run);
+           test_dry_run, test_entries_near_time_zero);
   SW_TCASE(s, "kinds", test_pacing_per_key, test_concurrency_per_key);
   SW_TCASE(s, "places", test_waves_reclaim_everything, test_full_of_active_keys,
            test_idle_from_the_first_window_out, test_in_flight_keys_are_not_evicted,

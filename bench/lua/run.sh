@@ -8,7 +8,11 @@
 #    runs under valgrind --tool=callgrind; curl sends K, then (in a new run)
 #    2K requests on one keep-alive connection to one location; the
 #    instructions per request are (Ir(2K) - Ir(K)) / K, which cancels
-#    startup, init_by_lua, JIT warm-up and shutdown. K defaults to 2000.
+#    startup, init_by_lua, JIT warm-up and shutdown. K defaults to 5000:
+#    LuaJIT's garbage collector runs a cycle every few hundred requests, and
+#    one cycle more or less in one of the two runs moves the figure by about
+#    ±150 with K = 2000 (a handler's figure varied 3323..3495 in three runs
+#    at K = 1000), by about ±10 with K = 5000.
 #    First from one client address; then (CLIENTS, default "cycle new")
 #    from many: every request carries X-Real-IP, which the realip module
 #    (set_real_ip_from 127.0.0.1) makes the request's client address, so
@@ -20,8 +24,16 @@
 #    Those runs measure MANY_LOCATIONS (default: none limit_req lua_empty
 #    libsw_key); realip's own cost is the same in each and cancels out.
 #    KEEP_CALLGRIND=dir keeps every run's callgrind profile there.
+#    CLIENTS="" skips those runs.
 # 2. wrk: the same nginx without valgrind, wrk -t1 -c8 -d3s per location
-#    (smoke numbers: this machine is shared and noisy).
+#    (smoke numbers: this machine is shared and noisy). WRK=0 skips it.
+#
+# The goals (issue 16) come first in the summary, one line each: the
+# documented access + log usage and a QPS rule without the log phase, both
+# over the empty access handler, and limit_req over none; then the
+# breakdown: each Lua floor (calling a function from a handler), the C
+# calls (raw_entry, raw_entry_exit: the same FFI calls made bare), and what
+# resty.libsw's own Lua adds on top of them.
 #
 # Locations (each serves the same 3-byte static file):
 #   none             no access handler
@@ -31,13 +43,19 @@
 #                    (require("libsw").loaded()): the floor of any Lua limiter
 #   raw_entry        one FFI call of sw_limiter_entry from a Lua function: the
 #                    floor of a libsw limiter in Lua
-#   libsw            resty.libsw limit("bench"): one limiter, exit = false
+#   libsw            resty.libsw limit("bench"): one QPS limiter, no log phase
+#                    (the recommended configuration of a QPS rule)
 #   libsw_key        limit("bench_key"), key_var = "binary_remote_addr": a
 #                    keyed table (capacity 100000), the per-IP limit
 #   libsw_key_chunk  limit("bench_key", ngx.var.binary_remote_addr) (the
 #                    variable read in the handler's chunk: interpreted)
 #   lua_empty_log    access_by_lua_block { } + log_by_lua_block { }
-#   libsw_exit       limit("bench_exit") + log() in log_by_lua (RT, success)
+#   lua_call_log     lua_call in both phases: the floor of access + log
+#   raw_entry_exit   raw_entry in access, one FFI call of sw_limiter_exit in
+#                    log: the floor of a libsw limiter with its exit
+#   libsw_exit       limit("bench_exit") + log() in log_by_lua, the usage
+#                    docs/openresty.md shows where the exit is needed (RT,
+#                    success, requests in flight: exit = true)
 # libsw never blocks here (qps = 1e12; 1000 per key over 10 minutes for
 # the keyed table, whose counts per key and interval are 20 bits). Instructions are counted only inside
 # the phases a limiter touches (callgrind --toggle-collect on
@@ -50,7 +68,7 @@ set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
-K=${1:-2000}
+K=${1:-5000}
 K2=$((K * 2))
 
 if [ -z "${SW_LIB:-}" ]; then
@@ -61,6 +79,7 @@ fi
 [ -n "${SW_LIB:-}" ] || { echo "bench/lua/run.sh: set SW_LIB to libsw.so" >&2; exit 1; }
 case "$SW_LIB" in /*) ;; *) SW_LIB="$(cd "$(dirname "$SW_LIB")" && pwd)/$(basename "$SW_LIB")" ;; esac
 for cmd in nginx valgrind curl wrk luajit; do
+  if [ "$cmd" = wrk ] && [ "${WRK:-1}" = 0 ]; then continue; fi
   command -v "$cmd" >/dev/null 2>&1 || { echo "bench/lua/run.sh: needs $cmd" >&2; exit 1; }
 done
 modules=/usr/lib/nginx/modules
@@ -71,9 +90,10 @@ prefix=$(mktemp -d /tmp/libsw-bench-XXXXXX)
 tag="${BENCH_TAG:-$$}" # BENCH_TAG: a fixed segment name (the same strings in every run)
 port=$((20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 40000))
 mkdir -p "$prefix/html" "$prefix/logs"
-LOCATIONS=${LOCATIONS:-"none limit_req lua_empty lua_call raw_entry libsw libsw_key libsw_key_chunk lua_empty_log libsw_exit"}
+LOCATIONS=${LOCATIONS:-"none limit_req lua_empty lua_call raw_entry libsw libsw_key libsw_key_chunk lua_empty_log lua_call_log raw_entry_exit libsw_exit"}
 MANY_LOCATIONS=${MANY_LOCATIONS:-"none limit_req lua_empty libsw_key"}
-CLIENTS=${CLIENTS:-"cycle new"}
+CLIENTS=${CLIENTS-"cycle new"}
+WRK=${WRK:-1}
 CYCLE=${CYCLE:-1000}
 for l in $LOCATIONS $MANY_LOCATIONS; do printf 'ok\n' >"$prefix/html/$l"; done
 
@@ -109,25 +129,32 @@ http {
   init_by_lua_block {
     assert(require("libsw").load("$SW_LIB"))
     local limits = require "resty.libsw"
-    assert(limits.define("bench", { qps = 1e12, exit = false, reset = true,
+    assert(limits.define("bench", { qps = 1e12, reset = true,
                                     segment = "libsw_bench_$tag" }))
     -- a 10-minute interval (2 windows of 5 minutes): callgrind slows nginx
     -- some 50 times, and a key's first entry in a window takes libsw's
     -- longer path; this keeps the runs in one window (that path: see docs)
     assert(limits.define("bench_key", { qps = 1000, interval = 600, capacity = 100000,
-                                        exit = false, reset = true,
+                                        reset = true,
                                         key_var = "binary_remote_addr",
                                         segment = "libsw_bench_key_$tag" }))
-    assert(limits.define("bench_exit", { qps = 1e12, reset = true,
+    assert(limits.define("bench_exit", { qps = 1e12, exit = true, reset = true,
                                          segment = "libsw_bench_exit_$tag" }))
-    -- the floor: one FFI call of sw_limiter_entry from a compiled function
+    -- the floors: one FFI call of sw_limiter_entry (and of sw_limiter_exit)
+    -- from a compiled function
     local ffi, libsw = require "ffi", require "libsw"
     local C, d = libsw.C, ffi.new("sw_decision")
     local h = assert(limits.get("bench").lim:handle(limits.NOKEY))
-    package.loaded.bench_raw = { entry = function()
-      local rc = C.sw_limiter_entry(h, 1, 0, d)
-      return rc
-    end }
+    package.loaded.bench_raw = {
+      entry = function()
+        local rc = C.sw_limiter_entry(h, 1, 0, d)
+        return rc
+      end,
+      exit = function()
+        local rc = C.sw_limiter_exit(h, 0, 1, 0)
+        return rc
+      end,
+    }
   }
   server {
     listen 127.0.0.1:$port;
@@ -145,6 +172,14 @@ http {
       access_by_lua_block { require("resty.libsw").limit("bench_key", ngx.var.binary_remote_addr) }
     }
     location = /lua_empty_log { access_by_lua_block { } log_by_lua_block { } }
+    location = /lua_call_log {
+      access_by_lua_block { require("libsw").loaded() }
+      log_by_lua_block { require("libsw").loaded() }
+    }
+    location = /raw_entry_exit {
+      access_by_lua_block { require("bench_raw").entry() }
+      log_by_lua_block { require("bench_raw").exit() }
+    }
     location = /libsw_exit {
       access_by_lua_block { require("resty.libsw").limit("bench_exit") }
       log_by_lua_block { require("resty.libsw").log() }
@@ -248,19 +283,25 @@ over() { # a - b, or n/a when a location was not measured
   awk -v a="$1" -v b="$2" 'BEGIN { printf "%+d", a - b }'
 }
 for l in none limit_req lua_empty lua_call raw_entry libsw libsw_key libsw_key_chunk \
-         lua_empty_log libsw_exit; do
+         lua_empty_log lua_call_log raw_entry_exit libsw_exit; do
   eval ": \${ir_$l:=}"
 done
-echo "# added instructions per request"
-echo "limit_req       - none          = $(over "$ir_limit_req" "$ir_none")   (nginx's own limiting)"
+echo "# goals (issue 16): instructions added per request"
+echo "goal access+log   libsw_exit - lua_empty = $(over "$ir_libsw_exit" "$ir_lua_empty")   (limit() + log() as documented; goal <= +1200)"
+echo "goal qps_no_log   libsw      - lua_empty = $(over "$ir_libsw" "$ir_lua_empty")   (a QPS rule, no log phase; goal <= +700)"
+echo "goal limit_req    limit_req  - none      = $(over "$ir_limit_req" "$ir_none")   (nginx's own limiting)"
+echo "# where they go"
 echo "lua_empty       - none          = $(over "$ir_lua_empty" "$ir_none")   (an access_by_lua handler)"
-echo "lua_call        - lua_empty     = $(over "$ir_lua_call" "$ir_lua_empty")   (calling any Lua function from it)"
-echo "raw_entry       - lua_empty     = $(over "$ir_raw_entry" "$ir_lua_empty")   (+ sw_limiter_entry through the FFI)"
-echo "libsw           - lua_empty     = $(over "$ir_libsw" "$ir_lua_empty")   (resty.libsw; target <= 600)"
+echo "lua_empty_log   - lua_empty     = $(over "$ir_lua_empty_log" "$ir_lua_empty")   (a log_by_lua handler)"
+echo "lua_call        - lua_empty     = $(over "$ir_lua_call" "$ir_lua_empty")   (calling any Lua function from access)"
+echo "lua_call_log    - lua_empty     = $(over "$ir_lua_call_log" "$ir_lua_empty")   (... from both phases, with the log handler)"
+echo "raw_entry       - lua_call      = $(over "$ir_raw_entry" "$ir_lua_call")   (C: sw_limiter_entry through the FFI)"
+echo "raw_entry_exit  - lua_call_log  = $(over "$ir_raw_entry_exit" "$ir_lua_call_log")   (C: sw_limiter_entry + sw_limiter_exit)"
+echo "libsw           - raw_entry     = $(over "$ir_libsw" "$ir_raw_entry")   (resty.libsw's own Lua, limit())"
+echo "libsw_exit      - raw_entry_exit = $(over "$ir_libsw_exit" "$ir_raw_entry_exit")   (resty.libsw's own Lua, limit() + log())"
+echo "libsw_exit      - lua_empty_log = $(over "$ir_libsw_exit" "$ir_lua_empty_log")   (access + log over both empty handlers)"
 echo "libsw_key       - lua_empty     = $(over "$ir_libsw_key" "$ir_lua_empty")   (per key, key_var)"
 echo "libsw_key_chunk - lua_empty     = $(over "$ir_libsw_key_chunk" "$ir_lua_empty")   (per key, ngx.var in the chunk)"
-echo "libsw_exit      - lua_empty_log = $(over "$ir_libsw_exit" "$ir_lua_empty_log")   (with log(): RT, success)"
-echo "libsw           - raw_entry     = $(over "$ir_libsw" "$ir_raw_entry")   (resty.libsw's own Lua)"
 
 # Many clients: limit_req and the keyed table per address, side by side.
 for c in $CLIENTS; do
@@ -276,6 +317,7 @@ for c in $CLIENTS; do
   echo "# clients=$c: limit_req - none = $(over "$r" "$n"); libsw_key - lua_empty = $(over "$k" "$e")   (per-IP limit, keyed table)"
 done
 
+[ "$WRK" = 0 ] && exit 0
 echo "# wrk -t1 -c8 -d3s (requests/s; smoke numbers)"
 nginx -p "$prefix" -c "$prefix/nginx.conf" >"$prefix/logs/stdout" 2>&1 &
 ng=$!

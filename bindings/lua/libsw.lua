@@ -54,6 +54,8 @@ uint32_t sw_version(void);
 const char *sw_version_string(void);
 
 int64_t sw_now_ms(void);
+int64_t sw_now_ns(void);
+int64_t sw_clock_resolution_ns(void);
 int sw_clock_use(uint32_t source);
 
 typedef struct sw_options sw_options;
@@ -228,6 +230,11 @@ local M = {
   SEGMENT_CREATE = 1, SEGMENT_RESET = 2, SEGMENT_READONLY = 4,
 }
 
+-- clock sources (sw_clock_use): booleans as the first API had them
+local CLOCK_SOURCES = {
+  monotonic = 0, coarse = 1, default = 2, [false] = 0, [true] = 1,
+}
+
 local BEHAVIORS = {
   reject = 0, warm_up = 1, pacing = 2, warm_up_pacing = 3,
   ["warm-up"] = 1, ["warm-up+pacing"] = 3, default = 0,
@@ -389,9 +396,25 @@ local function build(C, path)
   function api.version_hex()
     return tonumber(C.sw_version())
   end
+  -- the window clock, ms (by default CLOCK_MONOTONIC_COARSE: one kernel
+  -- tick of resolution, clock_resolution_ns(); behind CLOCK_MONOTONIC by up
+  -- to a tick): the time windows are placed by, not for durations
   function api.now_ms()
     local t = C.sw_now_ms()
     return tonumber(t)
+  end
+  -- the duration clock, ns (CLOCK_MONOTONIC by default): for response
+  -- times and other durations (a double: exact to the ns for 104 days of
+  -- uptime, to a few ns after)
+  function api.now_ns()
+    local t = C.sw_now_ns()
+    return tonumber(t)
+  end
+  -- the window clock's resolution, ns (at least 1 ms), or nil, message, code
+  function api.clock_resolution_ns()
+    local ns = tonumber(C.sw_clock_resolution_ns())
+    if ns < 0 then return nil, errmsg(ns), ns end
+    return ns
   end
   function api.strerror(code)
     local ok, err, ecode = whole(code, "code", INT_MIN, INT_MAX)
@@ -406,10 +429,16 @@ local function build(C, path)
   function api.last_error()
     return ffi_string(C.sw_last_error())
   end
-  function api.clock_use(coarse)
-    local ok, err, code = boolean(coarse, "coarse")
-    if not ok then return nil, err, code end
-    local rc = C.sw_clock_use(coarse and 1 or 0)
+  -- clock_use(source): the process-wide clocks. "default" (or no
+  -- argument): windows on the coarse clock, durations on CLOCK_MONOTONIC;
+  -- "monotonic" (false): both precise; "coarse" (true): both coarse.
+  function api.clock_use(source)
+    local id = CLOCK_SOURCES[source == nil and "default" or source]
+    if id == nil then
+      return fail(M.EINVAL, 'source must be "default", "monotonic", "coarse", true or false, not '
+        .. show(source))
+    end
+    local rc = C.sw_clock_use(id)
     if rc ~= 0 then return nil, errmsg(rc), rc end
     return true
   end
@@ -818,7 +847,8 @@ local function build(C, path)
   Limiter.entry_handle = entry_handle
 
   -- The lean pair for integrations that keep handles themselves
-  -- (resty.libsw): decide(l, t, n, flags) returns the verdict code (0 pass,
+  -- (resty.libsw): decide(l, t, n, flags) (flags: 1 prioritized, 2 no
+  -- exit will follow, SW_ENTRY_NO_EXIT) returns the verdict code (0 pass,
   -- 1 block, 2 wait) with wait_ms or retry_after_ms (and, for a pass that a
   -- dry-run rule would have blocked, 0, retry_after_ms, true), or a
   -- negative sw_err code and its message; finish(l, t, rt_ms, failed)
@@ -833,8 +863,9 @@ local function build(C, path)
     if type(n) ~= "number" or not (n >= 0 and n <= N_MAX) or n ~= floor(n) then
       return bad_lean(bad_n(n))
     end
-    if flags ~= 0 and flags ~= 1 then
-      return bad_lean(fail(M.EINVAL, "flags must be 0 or 1 (prioritized), not " .. show(flags)))
+    if flags ~= 0 and flags ~= 1 and flags ~= 2 and flags ~= 3 then
+      return bad_lean(fail(M.EINVAL, "flags must be 0..3 (1 prioritized, 2 no exit), not " ..
+        show(flags)))
     end
     local rc
     if t then
@@ -1175,14 +1206,11 @@ local function build(C, path)
     return apply_rule(self, opts)
   end
 
-  -- The rule in force for key (nil for a single limiter), as options.
-  function Limiter:rule(key)
-    if getmetatable(self) ~= Limiter then return bad_self("rule") end
-    local l, err, code = existing(self, key)
-    if l == nil then return nil, err, code end
-    local rc = C.sw_limiter_get_rule(l, self._scratch)
+  -- The rule of limiter l as options (scratch: a sw_options to fill).
+  local function rule_options(l, scratch)
+    local rc = C.sw_limiter_get_rule(l, scratch)
     if rc ~= 0 then return nil, errmsg(rc), rc end
-    local rv = rule_values(self._scratch)
+    local rv = rule_values(scratch)
     local o = {
       behavior = BEHAVIOR_NAMES[rv.behavior], strict = rv.strict ~= 0,
       max_queue = rv.max_queue_ms / 1000, warm_up = rv.warm_up_sec,
@@ -1198,6 +1226,39 @@ local function build(C, path)
       }
     end
     return o
+  end
+
+  -- The rule in force for key (nil for a single limiter), as options.
+  function Limiter:rule(key)
+    if getmetatable(self) ~= Limiter then return bad_self("rule") end
+    local l, err, code = existing(self, key)
+    if l == nil then return nil, err, code end
+    return rule_options(l, self._scratch)
+  end
+
+  -- The rule in force in the registry segment name (as Limiter:rule gives
+  -- it), read without attaching for writing and without changing it; nil,
+  -- message, code when there is none (ENOTFOUND: no such segment, or no
+  -- limiter in it yet; ETYPE: a keyed table).
+  function api.segment_rule(name)
+    local ok, err, code = c_string(name, "segment name")
+    if not ok then return nil, err, code end
+    local ps = ffi_new("sw_segment *[1]")
+    local rc = C.sw_segment_open(ps, name, 0, nil, M.SEGMENT_READONLY)
+    if rc ~= 0 then return nil, errmsg(rc), rc end
+    local seg = ffi_gc(ps[0], C.sw_segment_close)
+    local reg = C.sw_segment_registry(seg)
+    local o
+    if C.sw_registry_count(reg) == 0 or C.sw_registry_at(reg, 0, out_lim, nil) ~= 0 then
+      o, err, code = fail(M.ENOTFOUND, "segment " .. name .. " holds no limiter yet")
+    else
+      local scratch
+      scratch, err, code = make_options({}, nil)
+      if scratch then o, err, code = rule_options(out_lim[0], scratch) end
+    end
+    ffi_gc(seg, nil)
+    C.sw_segment_close(seg)
+    return o, err, code
   end
 
   -- Switch dry-run on or off, keeping the rest of the rule in force (of a
@@ -1407,9 +1468,10 @@ local function lazy(name)
     return M[name](...)
   end
 end
-for _, name in ipairs { "limiter", "keyed", "version", "version_hex", "now_ms", "strerror",
-                        "err_name", "last_error", "unlink_segment", "user_ids",
-                        "clock_use", "geteuid", "getpid" } do
+for _, name in ipairs { "limiter", "keyed", "version", "version_hex", "now_ms", "now_ns",
+                        "clock_resolution_ns", "strerror", "err_name", "last_error",
+                        "unlink_segment", "segment_rule", "user_ids", "clock_use", "geteuid",
+                        "getpid" } do
   M[name] = lazy(name)
 end
 

@@ -14,6 +14,10 @@ unset PYTHONHOME PYTHONPATH PIP_REQUIRE_VIRTUALENV || true
 
 DEBS="python3 python3-venv python3-dev python3-cffi python3-pytest python3-pytest-asyncio \
 python3-hypothesis python3-limits python3-greenlet python3-setuptools python3-wheel gcc libc6-dev"
+# libsw.web's tests serve real applications (test_web_servers.py); libsw
+# itself depends on none of these.
+DEBS="$DEBS python3-flask python3-flask-limiter python3-django python3-fastapi python3-starlette \
+python3-uvicorn gunicorn python3-httpx python3-requests"
 
 missing=""
 for p in $DEBS; do

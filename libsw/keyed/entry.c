@@ -58,7 +58,7 @@ static void sw__kt_blocked(sw_keyed *k, const sw__rule *r, uint32_t idx, uint32_
  * caller then decides at that window). */
 static void sw__kt_seal_interval(sw_keyed *k, _Atomic uint64_t *win, uint32_t gen, int64_t wid) {
   const uint32_t nw = k->windows, cur = (uint32_t)(wid % nw);
-  for (uint32_t back = 1; back < nw; back++) {
+  for (uint32_t back = 1; back < nw && (int64_t)back <= wid; back++) { /* none before 0 */
     const uint32_t i = (cur + nw - back) % nw;
     const uint64_t want = (uint64_t)(wid - (int64_t)back) & SW__KT_WID_MASK;
     uint64_t w = atomic_load_explicit(&win[i], memory_order_relaxed), next;
@@ -102,6 +102,10 @@ static int sw__kt_decide_reject(sw_keyed *k, const sw__rule *r, int64_t t, uint3
       }
       if (i == cur) continue;
       const uint32_t back = (cur + nw - i) % nw;
+      if ((int64_t)back > wid) { /* a window before time 0: nothing, nothing to seal */
+        counts[back] = 0;
+        continue;
+      }
       if (sw__kt_wid(w) != ((tag - back) & SW__KT_WID_MASK)) {
         unsealed = true; /* the window is absent: its place must be sealed */
         counts[back] = 0;
@@ -356,9 +360,13 @@ static int sw__keyed_entry(sw_keyed *k, int64_t t, bool precise, const void *key
   SW__CHECK_TIME(t);
   if (sw__unlikely(n < 0 || n > INT32_MAX))
     return sw__fail(SW_ERANGE, "n=%lld is outside 0..%d", (long long)n, INT32_MAX);
-  if (sw__unlikely(flags != 0))
-    return sw__fail(flags == SW_ENTRY_PRIORITIZED ? SW_ENOTSUP : SW_EINVAL,
-                    "entry flags 0x%x: a keyed table takes none (no borrowing per key)", flags);
+  if (sw__unlikely(flags & ~SW_ENTRY_NO_EXIT))
+    return sw__fail(flags & ~(SW_ENTRY_PRIORITIZED | SW_ENTRY_NO_EXIT) ? SW_EINVAL : SW_ENOTSUP,
+                    "entry flags 0x%x: a keyed table takes only SW_ENTRY_NO_EXIT (no "
+                    "borrowing per key)", flags);
+  if (sw__unlikely(flags && k->kind == SW__KT_CONCURRENCY))
+    return sw__fail(SW_EINVAL, "SW_ENTRY_NO_EXIT on a concurrency table: its exits free "
+                    "its places");
   if (sw__unlikely(key == NULL)) return sw__fail(SW_ENULL, "key is NULL");
   memset(d, 0, sizeof *d);
   sw__rule r;
@@ -399,7 +407,7 @@ SW_API int sw_keyed_entry_at(sw_keyed *k, int64_t t, const void *key, size_t len
 
 SW_API int sw_keyed_entry(sw_keyed *k, const void *key, size_t len, int64_t n, uint32_t flags,
                           sw_decision *d) {
-  return sw__keyed_entry(k, sw_now_ms(), true, key, len, n, flags, d);
+  return sw__keyed_entry(k, sw__now_ms(), true, key, len, n, flags, d);
 }
 
 SW_API int sw_keyed_exit_at(sw_keyed *k, int64_t t, const void *key, size_t len, int64_t rt_ms,
@@ -440,5 +448,5 @@ SW_API int sw_keyed_exit_at(sw_keyed *k, int64_t t, const void *key, size_t len,
 
 SW_API int sw_keyed_exit(sw_keyed *k, const void *key, size_t len, int64_t rt_ms, int64_t n,
                          uint32_t flags) {
-  return sw_keyed_exit_at(k, sw_now_ms(), key, len, rt_ms, n, flags);
+  return sw_keyed_exit_at(k, sw__now_ms(), key, len, rt_ms, n, flags);
 }

@@ -266,7 +266,7 @@ static void sw__kt_fill(sw_keyed *k, uint32_t idx, uint32_t gen, const sw__kt_ke
     const uint32_t nw = k->windows;
     const int64_t wid = sw__kt_wid_of(k, t);
     _Atomic uint64_t *win = sw__kt_win(k, idx);
-    for (uint32_t back = 1; back < nw; back++)
+    for (uint32_t back = 1; back < nw && (int64_t)back <= wid; back++) /* none before 0 */
       atomic_store_explicit(&win[(uint64_t)(wid - back) % nw],
                             sw__kt_word(gen, wid - (int64_t)back, 0) | SW__KT_SEAL,
                             memory_order_relaxed);

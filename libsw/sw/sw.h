@@ -584,6 +584,7 @@ typedef struct sw_limiter sw_limiter;
 
 /* sw_limiter_entry flags */
 #define SW_ENTRY_PRIORITIZED 0x1u /* reject behaviour: may borrow from the next window */
+#define SW_ENTRY_NO_EXIT 0x2u     /* no exit will follow: not counted in flight (QPS grade) */
 /* sw_limiter_exit flags */
 #define SW_EXIT_ERROR 0x1u /* the request failed: count an exception */
 
@@ -616,8 +617,12 @@ SW_API sw_node *sw_limiter_node(sw_limiter *l);
  * time is behind a newer window's entries is decided at the newer window);
  * the one exception, a window reset whose lock a stopped process has held
  * for 1 s, admits that entry uncounted (docs/limiters.md).
+ * With SW_ENTRY_NO_EXIT the caller will not call exit: an admitted entry
+ * is not counted in flight (a QPS rule that needs no exit: no RT, success
+ * or in-flight statistics, and no atomic add on the in-flight count).
  * Errors: SW_ENULL, SW_EPERM (read-only), SW_ETIME (t < 0; pacing: t past
- * 292 years in ns), SW_ERANGE (n), SW_EINVAL (flags). */
+ * 292 years in ns), SW_ERANGE (n), SW_EINVAL (flags; SW_ENTRY_NO_EXIT on
+ * the concurrency grade, whose places the exits free). */
 SW_API int sw_limiter_entry(sw_limiter *l, int64_t n, uint32_t flags, sw_decision *d);
 SW_API int sw_limiter_entry_at(sw_limiter *l, int64_t t, int64_t n, uint32_t flags,
                                sw_decision *d);
@@ -876,8 +881,10 @@ SW_API int sw_keyed_created(const sw_keyed *k);
 /* Decide an entry of n units (0..INT32_MAX) for key (1..65535 bytes, any
  * bytes) at now / t and count it, as sw_limiter_entry does for a limiter
  * (verdict, wait, retry-after, remaining, would_block). A new key is
- * inserted. flags must be 0 (SW_ENTRY_PRIORITIZED: SW_ENOTSUP, no borrowing
- * per key). Errors: SW_ENULL, SW_EPERM (read-only), SW_ETIME, SW_ERANGE (n,
+ * inserted. flags: 0, or SW_ENTRY_NO_EXIT, which changes nothing for a
+ * reject or pacing table (they count nothing in flight) and is refused by a
+ * concurrency table (SW_EINVAL); SW_ENTRY_PRIORITIZED: SW_ENOTSUP, no
+ * borrowing per key. Errors: SW_ENULL, SW_EPERM (read-only), SW_ETIME, SW_ERANGE (n,
  * key length), SW_EINVAL, SW_EBUSY (a new key's bucket lock held by a
  * stopped process for 2 s). Thread-safe, across processes too. */
 SW_API int sw_keyed_entry(sw_keyed *k, const void *key, size_t len, int64_t n, uint32_t flags,

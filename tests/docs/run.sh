@@ -31,7 +31,7 @@ work=$(mktemp -d /tmp/sw-doctest.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 rc=0
 SW_DOCTEST_SANDBOX=1 SW_DOCTEST_WORK="$work" \
-  timeout -k 10 400 unshare --mount --propagation private --net --pid --fork --kill-child \
+  timeout -k 10 1200 unshare --mount --propagation private --net --pid --fork --kill-child \
   --mount-proc $py tests/docs/doctest.py --run "$@" || rc=$?
-[ "$rc" -ne 124 ] || echo "tests/docs/run.sh: stopped after 400 s" >&2
+[ "$rc" -ne 124 ] || echo "tests/docs/run.sh: stopped after 1200 s" >&2
 exit "$rc"

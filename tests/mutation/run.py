@@ -6,7 +6,7 @@ that no test fails "survived". Prints the score (killed / non-equivalent)
 and every survivor. Not part of CI: run it before resolving an issue that
 touches libsw/ (docs/reliability.md).
 
-    tests/mutation/run.py [-k PATTERN] [--keep]
+    tests/mutation/run.py [-k PATTERN]... [--keep]
 
 mutants.txt: one mutant per line, tab-separated:
     file <TAB> text found exactly once <TAB> replacement <TAB> what it breaks
@@ -26,7 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
 # Fast programs first: most mutants die in seconds.
 ORDER = ["check_errors", "check_leap_array", "check_variants", "check_metric",
-         "check_sliding_view", "check_node", "check_limiter", "check_registry",
+         "check_sliding_view", "check_node", "check_limiter", "check_hot_path", "check_registry",
          "check_plugin", "check_keyed", "check_bad_input", "check_alloc", "check_concurrency",
          "check_segment", "check_segment_files", "check_keyed_segment", "check_crash",
          "check_cluster"]
@@ -48,7 +48,7 @@ def load(path, pattern):
             parts = line.split("\t")
             if len(parts) != 4:
                 sys.exit("%s:%d: want 4 tab-separated fields, got %d" % (path, n, len(parts)))
-            if pattern and pattern not in line:
+            if pattern and not any(p in line for p in pattern):
                 continue
             mutants.append((n,) + tuple(parts))
     return mutants
@@ -68,7 +68,8 @@ def run_tests(build, programs):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("-k", dest="pattern", help="only mutants whose line contains PATTERN")
+    ap.add_argument("-k", dest="pattern", action="append",
+                    help="only mutants whose line contains PATTERN (repeatable: any of them)")
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
     args = ap.parse_args()
     mutants = load(os.path.join(HERE, "mutants.txt"), args.pattern)

@@ -11,8 +11,9 @@
                                          close, never a crash
 
 Each check exits 1 with "FAIL: ..." when swctl misbehaves. Bounds on time are
-liveness bounds (an answer within 5 s, a cut within 15 s), never latency
-targets; measured times are printed for the report.
+liveness bounds (a whole answer within 15 s, other progress within 5 s, a
+cut within 15 s), never latency targets; measured times are printed for the
+report. (A /metrics of 6 MB took more than 5 s on a loaded 2-core machine.)
 """
 import socket
 import sys
@@ -20,6 +21,7 @@ import time
 
 HOST = "127.0.0.1"
 LIVENESS_S = 5.0
+ANSWER_S = 15.0
 
 
 def fail(msg):
@@ -65,18 +67,18 @@ def status_of(data):
 
 
 def get(port, path="/metrics", what="a request"):
-    """A whole reply within LIVENESS_S: (status, body bytes, seconds)."""
+    """A whole reply within ANSWER_S: (status, body bytes, seconds)."""
     t0 = time.monotonic()
     try:
         s = connect(port)
         s.sendall(request(path))
     except OSError as e:
         fail("%s: cannot connect or send: %s" % (what, e))
-    data, how = read_all(s, t0 + LIVENESS_S)
+    data, how = read_all(s, t0 + ANSWER_S)
     s.close()
     dt = time.monotonic() - t0
     if how != "closed":
-        fail("%s got no whole answer within %.0f s (%s after %d bytes)" % (what, LIVENESS_S, how, len(data)))
+        fail("%s got no whole answer within %.0f s (%s after %d bytes)" % (what, ANSWER_S, how, len(data)))
     head, _, body = data.partition(b"\r\n\r\n")
     return status_of(head), body, dt
 

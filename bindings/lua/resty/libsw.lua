@@ -2,10 +2,19 @@
 --
 --   init_by_lua_block {
 --     local limits = require "resty.libsw"
---     assert(limits.define("api", { qps = 100, capacity = 10000 }))
+--     assert(limits.define("api", { qps = 100, capacity = 10000,
+--                                   key_var = "binary_remote_addr" }))
+--     assert(limits.define("uploads", { concurrency = 5 }))
 --   }
---   access_by_lua_block { require("resty.libsw").limit("api", ngx.var.binary_remote_addr) }
---   log_by_lua_block    { require("resty.libsw").log() }
+--   location / { access_by_lua_block { require("resty.libsw").limit("api") } }
+--   location /upload {
+--     access_by_lua_block { require("resty.libsw").limit("uploads") }
+--     log_by_lua_block    { require("resty.libsw").log() }   -- frees the place
+--   }
+--
+-- Only a limit that records exits needs log() in the log phase: a
+-- concurrency limit (exit = true by default), or one defined with exit =
+-- true for RT and success statistics. A QPS limit needs none.
 --
 -- Each defined limit lives in a libsw shared segment (POSIX shared memory,
 -- /dev/shm/<segment>) created by define() in init_by_lua, i.e. by the nginx
@@ -27,8 +36,8 @@ local libsw = require "libsw"
 local cluster = require "resty.libsw.cluster"
 
 local ngx = ngx
-local type, tostring, pairs, ipairs, setmetatable, getmetatable, error =
-  type, tostring, pairs, ipairs, setmetatable, getmetatable, error
+local type, tostring, tonumber, pairs, ipairs, setmetatable, getmetatable, error =
+  type, tostring, tonumber, pairs, ipairs, setmetatable, getmetatable, error
 local ceil, huge, floor = math.ceil, math.huge, math.floor
 local byte, find, format, concat = string.byte, string.find, string.format, table.concat
 
@@ -177,8 +186,17 @@ local function attach(self, lim)
     self.k = lim.handle
   else
     self.handles = {}
+    self.h = false
   end
   self.pid = libsw.getpid()
+end
+
+-- Whether limit() records entries for log() to exit: exit = true or false
+-- as given; by default only a concurrency limit does (its places are freed
+-- by the exits), a QPS limit (whose decisions need no exit) does not.
+local function exits(opts)
+  if opts.exit == nil then return opts.concurrency ~= nil end
+  return opts.exit
 end
 
 -- define(name, options): create (or attach to) the limit's segment. Call it
@@ -203,8 +221,10 @@ end
 --                table or registry) or libsw version
 --   key_var      an nginx variable giving the key when limit() gets none
 --                ("binary_remote_addr"; read in the compiled hot path)
---   exit         record the end of each request in log() (default true;
---                required for concurrency limits)
+--   exit         record the end of each request in log(): response time,
+--                success or failure, requests in flight (default: true for
+--                a concurrency limit, which needs it; false for a QPS limit,
+--                whose statistics then have no RT, success or in-flight)
 --   user, group  owner of a new segment (names or uid / gid), mode (0600)
 --   reopen       true: each worker opens the segment again in init_worker()
 --   dry_run      true: count what would be blocked, block nothing
@@ -272,8 +292,10 @@ function _M.define(name, opts)
     on_full = on_full,
     keyed = keyed,
     k = false, -- the keyed table's handle
+    h = false, -- the keyless handle (access() sets it)
     retry_after = opts.retry_after ~= false,
-    exit = opts.exit ~= false,
+    exit = exits(opts),
+    flags = exits(opts) and 0 or 2, -- decide()'s flags: 2 = no exit will follow
     key_var = opts.key_var or false, -- fields set (false, not nil): no
     clock = opts.clock or false,     -- metatable lookups in the hot path
     active = opts.cluster and {} or false, -- cluster: keys used since the last refill
@@ -350,51 +372,86 @@ end
 -- ------------------------------------------------------------- hot path
 
 -- Entries waiting for their exit in the log phase, by request: the
--- request's address keys them, so that
--- recording costs two table stores and no ngx.ctx table. The first entry of
--- a request goes to pending_l / pending_s, any further one to pending_more.
+-- request's address keys them (no ngx.ctx table per request). The first
+-- entry of a request is pending[r]: the Limit itself when the entry is on
+-- the limit's keyless handle (one table store per request), else the key
+-- of a keyed table or the handle of a registry, with the Limit in
+-- pending_limit[r]. Further entries of the request go to pending_more[r]
+-- (entry, Limit, entry, Limit, ...); more counts the requests that have
+-- some, so that log() looks there only when one does.
 -- A request that never reaches log() (a subrequest, a location whose own
 -- log_by_lua does not call it) leaves its entry behind: the next request
 -- at the same address exits it, which ends the leak instead of keeping it.
-local pending_l, pending_s, pending_more = {}, {}, {}
+local pending, pending_limit, pending_more = {}, {}, {}
+local more = 0
 
--- The current request as a table key: the address of its
--- ngx_http_request_t as a number (get_request() returns a new cdata box
--- at every call, and cdata keys compare by box, not by address).
-local get_request
+-- The current request: a table key for it (the address of its
+-- ngx_http_request_t as a number: get_request() returns a new cdata box at
+-- every call, and cdata keys compare by box, not by address), and the
+-- request itself for request_end().
+local current
+-- The end of the request as log() records it: its response time in ms
+-- (from the request's start, nginx's cached time) and whether it failed
+-- (status >= 500).
+local request_end
 if ngx and ngx.config and ngx.config.ngx_lua_version then
   local ok, base = pcall(require, "resty.core.base")
   if ok and base.get_request then
     local ffi = require "ffi"
-    local cast, request = ffi.cast, base.get_request
+    local cast, get_request = ffi.cast, base.get_request
     local uintptr_t = ffi.typeof("uintptr_t")
-    get_request = function()
-      local r = request()
+    current = function()
+      local r = get_request()
       if r == nil then return nil end
-      return tonumber(cast(uintptr_t, r))
+      local n = tonumber(cast(uintptr_t, r)) -- not a tail call: see DESIGN.md 5
+      return n, r
+    end
+    -- The C functions lua-resty-core's ngx.now(), ngx.req.start_time() and
+    -- ngx.status call, called directly on the request at hand: the three
+    -- API calls cost about 110 instructions more per request in the trace
+    -- (their table lookups, and a request lookup each).
+    local C = ffi.C
+    local found, now, start_time, status = pcall(function()
+      return C.ngx_http_lua_ffi_now, C.ngx_http_lua_ffi_req_start_time,
+        C.ngx_http_lua_ffi_get_resp_status
+    end)
+    if found then
+      request_end = function(r)
+        local rt_ms = floor((now() - start_time(r)) * 1000 + 0.5)
+        return rt_ms, status(r) >= 500
+      end
     end
   end
 end
-if get_request == nil then
+if current == nil then
   -- without resty.core (unit tests with a stand-in ngx): ngx.ctx is per request
-  get_request = function() return ngx.ctx end
+  current = function() return ngx.ctx end
+end
+if request_end == nil then
+  request_end = function()
+    local rt_ms = floor((ngx.now() - ngx.req.start_time()) * 1000 + 0.5)
+    return rt_ms, ngx.status >= 500
+  end
 end
 
-local function record(self, l)
-  local r = get_request()
+-- Keep entry (self, the Limit, for an entry on its keyless handle; else a
+-- keyed table's key or a registry's handle) for log().
+local function record(self, entry)
+  local r = current()
   if r == nil then return end
-  if pending_l[r] == nil then
-    pending_l[r] = l
-    pending_s[r] = self
-  else
-    local more = pending_more[r]
-    if more == nil then
-      more = {}
-      pending_more[r] = more
-    end
-    more[#more + 1] = l
-    more[#more + 1] = self
+  if pending[r] == nil then
+    pending[r] = entry
+    if entry ~= self then pending_limit[r] = self end
+    return
   end
+  local list = pending_more[r]
+  if list == nil then
+    list = {}
+    pending_more[r] = list
+    more = more + 1
+  end
+  list[#list + 1] = entry
+  list[#list + 1] = self
 end
 
 -- A new key found no place (a full registry, a keyed table full of active
@@ -432,18 +489,17 @@ end
 
 -- What limit() does with a decision (v: 0 pass, 1 block, 2 wait, or a
 -- negative code whose message is in wait_ms; full: a keyed table's new key
--- found no place): exits are recorded for entry (a handle, or the key of
--- a keyed table).
+-- found no place): exits are recorded for entry (what record() keeps).
 local FULL_MSG = "keyed table full: a new key found its places taken by active keys"
 local function act(self, key, entry, v, wait_ms, retry_ms, would_block, full)
+  if v == 0 and not full then
+    if self.exit then record(self, entry) end
+    return true, would_block
+  end
   if full then -- on_full = "open" (passed uncounted) or "closed" (blocked)
     warn_full(self, FULL_MSG)
     if v == 0 then return false end
     return blocked(self, retry_ms, self.full_status)
-  end
-  if v == 0 then
-    if self.exit then record(self, entry) end
-    return true, would_block
   end
   if v == 1 then return blocked(self, retry_ms, self.status) end
   if v == 2 then
@@ -468,7 +524,15 @@ local function access(self, key)
   if key == nil then
     local var = self.key_var
     if var then key = ngx.var[var] end
-    if key == nil then key = NOKEY end
+    if key == nil then
+      local h = self.h -- the keyless handle, once access() found it
+      if h then
+        local clock = self.clock
+        local ok, would_block = act(self, NOKEY, self, decide(h, clock and clock() or nil, 1, self.flags))
+        return ok, would_block
+      end
+      key = NOKEY
+    end
   end
   local l = self.handles[key]
   if l == nil then
@@ -485,11 +549,17 @@ local function access(self, key)
       return f
     end
     self.handles[key] = l
+    -- a keyless call: later ones take the handle without a lookup, and
+    -- record() keeps only the limit (not with a cluster rule, whose
+    -- refiller wants the keys used)
+    if key == NOKEY and not self.active then self.h = l end
   end
   local active = self.active
   if active then active[key] = l end
   local clock = self.clock
-  return act(self, key, l, decide(l, clock and clock() or nil, 1, 0))
+  -- a limit that records no exits says so (SW_ENTRY_NO_EXIT): nothing in flight
+  local ok, would_block = act(self, key, l, decide(l, clock and clock() or nil, 1, self.flags))
+  return ok, would_block
 end
 
 -- access() of a keyed table: the key itself is the table's key (any bytes;
@@ -510,13 +580,28 @@ local function access_keyed(self, key)
     key = tostring(key)
   end
   local clock = self.clock
-  return act(self, key, key, keyed_decide(self.k, clock and clock() or nil, key, 1))
+  local ok, would_block = act(self, key, key, keyed_decide(self.k, clock and clock() or nil, key, 1))
+  return ok, would_block
+end
+
+-- The access of self's kind. The hot path makes no tail calls: LuaJIT
+-- counts them towards its loop unroll limit in a trace that runs several
+-- limit() calls (a loop, a function that calls it for several limits),
+-- and aborts that trace.
+local function enter(self, key)
+  local ok, err, code
+  if self.keyed then
+    ok, err, code = access_keyed(self, key)
+  else
+    ok, err, code = access(self, key)
+  end
+  return ok, err, code
 end
 
 function Limit:limit(key)
   if getmetatable(self) ~= Limit then return invalid("limit: call it as lim:limit(key)") end
-  if self.keyed then return access_keyed(self, key) end
-  return access(self, key)
+  local ok, err, code = enter(self, key)
+  return ok, err, code
 end
 
 -- limit(name, key): access() of the limit defined under name.
@@ -526,18 +611,19 @@ function _M.limit(name, key)
     log(ngx.ERR, "libsw: no limit named ", tostring(name), " (define it in init_by_lua)")
     return nil, "SW_ENOTFOUND: no limit named " .. tostring(name), libsw.ENOTFOUND
   end
-  if self.keyed then return access_keyed(self, key) end
-  return access(self, key)
+  local ok, err, code = enter(self, key)
+  return ok, err, code
 end
 
--- The exit of one entry: l is the key of a keyed table, else the handle.
-local function exit_one(self, l, rt_ms, failed)
+-- The exit of one entry (what record() kept) of limit self.
+local function exit_one(self, entry, rt_ms, failed)
   local clock = self.clock
   local rc, err
   if self.keyed then
-    rc, err = keyed_finish(self.k, clock and clock() or nil, l, rt_ms, failed)
+    rc, err = keyed_finish(self.k, clock and clock() or nil, entry, rt_ms, failed)
   else
-    rc, err = finish(l, clock and clock() or nil, rt_ms, failed)
+    if entry == self then entry = self.h end
+    rc, err = finish(entry, clock and clock() or nil, rt_ms, failed)
   end
   if rc ~= 0 then
     log(ngx.ERR, "libsw: limit ", self.name, ": exit: ", err)
@@ -547,21 +633,26 @@ end
 -- log(): the end of every entry this request made (call it in log_by_lua):
 -- response time from the request's start, failure when status >= 500.
 function _M.log()
-  local r = get_request()
+  local r, req = current()
   if r == nil then return end
-  local l = pending_l[r]
-  if l == nil then return end
-  local self = pending_s[r]
-  pending_l[r] = nil
-  pending_s[r] = nil
-  local rt_ms = floor((ngx.now() - ngx.req.start_time()) * 1000 + 0.5)
+  local entry = pending[r]
+  if entry == nil then return end
+  pending[r] = nil
+  local self = entry
+  if type(entry) ~= "table" then -- a key or a handle (a Limit is the only table)
+    self = pending_limit[r]
+    pending_limit[r] = nil
+  end
+  local rt_ms, failed = request_end(req)
   if rt_ms < 0 then rt_ms = 0 end
-  local failed = ngx.status >= 500
-  exit_one(self, l, rt_ms, failed)
-  local more = pending_more[r]
-  if more ~= nil then
-    pending_more[r] = nil
-    for i = 1, #more, 2 do exit_one(more[i + 1], more[i], rt_ms, failed) end
+  exit_one(self, entry, rt_ms, failed)
+  if more > 0 then
+    local list = pending_more[r]
+    if list ~= nil then
+      pending_more[r] = nil
+      more = more - 1
+      for i = 1, #list, 2 do exit_one(list[i + 1], list[i], rt_ms, failed) end
+    end
   end
 end
 
@@ -610,8 +701,8 @@ end
 -- Entries of this worker still waiting for log() (0 between requests).
 function _M.pending()
   local n = 0
-  for _ in pairs(pending_l) do n = n + 1 end
-  for _, more in pairs(pending_more) do n = n + #more / 2 end
+  for _ in pairs(pending) do n = n + 1 end
+  for _, list in pairs(pending_more) do n = n + #list / 2 end
   return n
 end
 

@@ -301,9 +301,14 @@ describe("bad arguments are returned as nil, message, code", function()
       { ERANGE, "code=1.5 is not an integer", function() return libsw.strerror(1.5) end },
       { EINVAL, "code must be a whole number, not a table", function() return libsw.err_name({}) end },
       { EINVAL, "code must be a whole number, not nil", function() return libsw.error_message() end },
-      { EINVAL, 'coarse must be true or false, not "x"', function() return libsw.clock_use("x") end },
+      { EINVAL, 'source must be "default", "monotonic", "coarse", true or false, not "x"',
+        function() return libsw.clock_use("x") end },
+      { EINVAL, 'true or false, not 2', function() return libsw.clock_use(2) end },
+      { EINVAL, 'true or false, not nan', function() return libsw.clock_use(0 / 0) end },
       { EINVAL, "segment name must be a string, not 5", function() return libsw.unlink_segment(5) end },
       { EINVAL, "holds a NUL byte", function() return libsw.unlink_segment("a\0b") end },
+      { EINVAL, "segment name must be a string, not 5", function() return libsw.segment_rule(5) end },
+      { EINVAL, "holds a NUL byte", function() return libsw.segment_rule("a\0b") end },
       { EINVAL, "user must be a name or a uid, not a table", function() return libsw.user_ids({}) end },
       { EINVAL, "group must be a name or a gid, not true", function() return libsw.user_ids(nil, true) end },
       { EINVAL, "the handle must be a sw_limiter *", function() return libsw.lease_stats("x") end },
@@ -336,7 +341,7 @@ describe("bad arguments are returned as nil, message, code", function()
       refuses_lean(EINVAL, "the handle must be a sw_limiter *", function() return libsw.decide("x", nil, 1, 0) end)
       refuses_lean(ERANGE, "n=nan is not a number", function() return libsw.decide(h, nil, 0 / 0, 0) end)
       refuses_lean(ERANGE, "n=1.5 is not an integer", function() return libsw.decide(h, nil, 1.5, 0) end)
-      refuses_lean(EINVAL, "flags must be 0 or 1 (prioritized), not 3", function() return libsw.decide(h, nil, 1, 3) end)
+      refuses_lean(EINVAL, "flags must be 0..3 (1 prioritized, 2 no exit), not 4", function() return libsw.decide(h, nil, 1, 4) end)
       refuses_lean(EINVAL, 't="x"', function() return libsw.decide(h, "x", 1, 0) end)
       refuses_lean(ETIME, "t=nan", function() return libsw.decide(h, 0 / 0, 1, 0) end)
       refuses_lean(ERANGE, "rt_ms=nan is not a number", function() return libsw.finish(h, nil, 0 / 0, false) end)

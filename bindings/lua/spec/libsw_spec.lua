@@ -69,6 +69,37 @@ describe("loading", function()
     assert.is_number(a)
     assert.is_true(libsw.now_ms() >= a)
   end)
+
+  it("reads the duration clock in nanoseconds, never behind the window clock", function()
+    local ms = libsw.now_ms()
+    local a = libsw.now_ns()
+    assert.is_number(a)
+    assert.is_true(a >= ms * 1e6) -- the coarse window clock lags, never leads
+    local b = libsw.now_ns()
+    assert.is_true(b >= a)
+    assert.is_true(a - ms * 1e6 < 1e9) -- the same time base, a tick or two apart
+  end)
+
+  it("tells the window clock's resolution", function()
+    local ns = assert(libsw.clock_resolution_ns())
+    assert.is_true(ns >= 1e6 and ns == math.floor(ns), tostring(ns))
+  end)
+
+  it("selects the clock sources by name, or coarse as a boolean", function()
+    finally(function() assert(libsw.clock_use("default")) end)
+    assert.is_true(libsw.clock_use("monotonic"))
+    assert.equal(1e6, libsw.clock_resolution_ns()) -- CLOCK_MONOTONIC: 1 ns, counted in ms
+    local ms, ns = libsw.now_ms(), libsw.now_ns()
+    assert.is_true(math.abs(ns / 1e6 - ms) < 1000)
+    assert.is_true(libsw.clock_use(true))            -- coarse: both clocks
+    local coarse = libsw.clock_resolution_ns()
+    assert.is_true(libsw.clock_use(false))           -- monotonic
+    assert.equal(1e6, libsw.clock_resolution_ns())
+    assert.is_true(libsw.clock_use("coarse"))
+    assert.equal(coarse, libsw.clock_resolution_ns())
+    assert.is_true(libsw.clock_use())                -- the default: windows coarse
+    assert.equal(coarse, libsw.clock_resolution_ns())
+  end)
 end)
 
 describe("reject behaviour (docs/limiters.md timeline)", function()
@@ -363,7 +394,8 @@ describe("the JIT compiles the hot path", function()
   local function traces_of(fn)
     local events = { stop = 0, aborts = {} }
     local files = { package.searchpath("libsw", package.path),
-                    package.searchpath("libsw.keyed", package.path) }
+                    package.searchpath("libsw.keyed", package.path),
+                    package.searchpath("resty.libsw", package.path) }
     jit.flush()
     local function handler(what, tr, func, pc, otr, oex)
       if what == "stop" then
@@ -462,6 +494,49 @@ describe("the JIT compiles the hot path", function()
       end
       assert.equal(10000, n)
     end)
+  end)
+
+  it("resty.libsw's limit() and log(): keyless, keyed, exits or none, two limits a request", function()
+    local n = { ctx = {}, header = {}, status = 200, var = {}, WARN = 5, ERR = 4,
+                now = function() return 100.5 end, req = { start_time = function() return 100 end },
+                log = function() end, sleep = function() end, exit = function(s) error(s) end,
+                get_phase = function() return "init" end }
+    local tag = ("%d_%d"):format(libsw.getpid(), math.random(1, 1e9))
+    _G.ngx = n
+    package.loaded["resty.libsw"] = nil
+    local resty = require "resty.libsw"
+    finally(function()
+      _G.ngx, package.loaded["resty.libsw"] = nil, nil
+      for _, name in ipairs { "q", "c", "k" } do libsw.unlink_segment("libsw_jit_" .. name .. tag) end
+    end)
+    assert(resty.define("q", { qps = 1e12, segment = "libsw_jit_q" .. tag }))
+    assert(resty.define("c", { concurrency = 1e9, segment = "libsw_jit_c" .. tag }))
+    assert(resty.define("k", { qps = 1e5, capacity = 4096, key_var = "k", exit = true,
+                               segment = "libsw_jit_k" .. tag }))
+    local keys = {}
+    for i = 1, 100 do keys[i] = string.char(10, 0, 0, i) end
+    local limit, log = resty.limit, resty.log
+    -- requests with one exit to record (a request with several loops over
+    -- them in log(): a loop of one or two turns, which LuaJIT tries to
+    -- trace on its own and gives up after a few tries)
+    compiles(function()
+      for _ = 1, 5000 do -- one request: a QPS limit, then a concurrency limit
+        n.ctx = {}
+        assert(limit("q"))
+        assert(limit("c"))
+        log()
+      end
+      for i = 1, 5000 do -- one request: a keyed table with exits, then a QPS limit
+        n.ctx, n.var.k = {}, keys[i % 100 + 1]
+        assert(limit("k"))
+        assert(limit("q"))
+        log()
+      end
+    end)
+    assert.equal(0, resty.pending())
+    assert.equal(0, resty.stats("c").concurrency)
+    assert.equal(5000, resty.stats("c").total_success)
+    assert.equal(5000, resty.stats("k").total_success)
   end)
 
   it("the lean decide / finish of resty.libsw, with their argument checks: no abort", function()

@@ -119,7 +119,7 @@ describe("resty.libsw", function()
 
   describe("limit and log", function()
     it("passes up to the limit, then 429 with Retry-After rounded up", function()
-      assert(define("api", { qps = 3 }))
+      assert(define("api", { qps = 3, exit = true }))
       clock.t = T + 100
       assert.same({ 200 }, { request(resty, "api") })
       assert.same({ 200 }, { request(resty, "api") })
@@ -183,7 +183,7 @@ describe("resty.libsw", function()
     end)
 
     it("leaves nothing pending once log() ran", function()
-      assert(define("p", { qps = 100 }))
+      assert(define("p", { qps = 100, exit = true }))
       for _ = 1, 5 do request(resty, "p") end
       assert.equal(0, resty.pending())
       local n = fake.ngx
@@ -198,7 +198,7 @@ describe("resty.libsw", function()
     end)
 
     it("sleeps on WAIT (pacing) and records the exit", function()
-      assert(define("pace", { qps = 10, behavior = "pacing" }))
+      assert(define("pace", { qps = 10, behavior = "pacing", exit = true }))
       assert.equal(200, (request(resty, "pace")))
       assert.equal(200, (request(resty, "pace")))
       assert.equal(200, (request(resty, "pace")))
@@ -207,7 +207,7 @@ describe("resty.libsw", function()
     end)
 
     it("counts a failure when the status is >= 500, with the RT", function()
-      assert(define("rt", { qps = 100 }))
+      assert(define("rt", { qps = 100, exit = true }))
       fake.ngx.time = 100.0
       local n = fake.ngx
       n.ctx, n.header, n.start = {}, {}, 100.0
@@ -238,6 +238,55 @@ describe("resty.libsw", function()
       assert(define("noexit", { qps = 5, exit = false }))
       request(resty, "noexit")
       assert.equal(0, resty.stats("noexit").success_qps)
+    end)
+
+    it("records exits by default for a concurrency limit only", function()
+      assert.is_false(assert(define("dq", { qps = 5 })).exit)
+      assert.is_false(assert(define("dk", { qps = 5, capacity = 10 })).exit)
+      assert.is_false(assert(define("dp", { qps = 5, behavior = "pacing" })).exit)
+      assert.is_true(assert(define("dc", { concurrency = 5 })).exit)
+      assert.is_true(assert(define("dck", { concurrency = 5, capacity = 10 })).exit)
+      assert.is_false(assert(define("dcn", { concurrency = 5, exit = false })).exit)
+      assert.is_true(assert(define("dqy", { qps = 5, exit = true })).exit)
+    end)
+
+    it("a QPS limit without a log phase keeps nothing per request", function()
+      assert(define("nolog", { qps = 100 }))
+      assert(define("nologk", { qps = 100, capacity = 10 }))
+      local n = fake.ngx
+      for i = 1, 50 do -- no log(): as in a location without log_by_lua
+        n.ctx, n.header, n.start = {}, {}, n.time
+        assert.is_true(resty.limit("nolog"))
+        assert.is_true(resty.limit("nologk", "k" .. i % 3))
+      end
+      assert.equal(0, resty.pending())
+      assert.equal(0, resty.stats("nolog").success_qps)
+      assert.equal(50, resty.stats("nolog").pass)
+    end)
+
+    it("log() exits the entries of a request on several limits, keyed or not", function()
+      assert(define("m1", { qps = 100, exit = true }))
+      assert(define("m2", { concurrency = 5, capacity = 10 }))
+      assert(define("m3", { qps = 100, exit = true, capacity = 2, behavior = "warm_up" }))
+      local n = fake.ngx
+      for round = 1, 3 do
+        n.ctx, n.header, n.start = {}, {}, n.time
+        assert.is_true(resty.limit("m2", "a"))   -- first: a keyed table's key
+        assert.is_true(resty.limit("m1"))        -- then the keyless handle
+        assert.is_true(resty.limit("m3", "x"))   -- and a registry's handle
+        assert.is_true(resty.limit("m2", "b"))
+        assert.equal(4, resty.pending())
+        n.time, n.status = n.time + 0.01, 200
+        resty.log()
+        assert.equal(0, resty.pending())
+        assert.equal(0, resty.stats("m2", "a").in_flight)
+        assert.equal(0, resty.stats("m2", "b").in_flight)
+        assert.equal(0, resty.stats("m1").concurrency)
+        assert.equal(0, resty.stats("m3", "x").concurrency)
+        assert.equal(2 * round, resty.stats("m2").total_success) -- a and b
+      end
+      assert.equal(3, resty.stats("m1").total_success)
+      assert.equal(3, resty.stats("m3", "x").total_success)
     end)
 
     it("an unknown limit is logged and lets the request through", function()
@@ -339,7 +388,7 @@ describe("resty.libsw", function()
     end)
 
     it("requests without a key share one; no Lua state per key", function()
-      assert(define("nk", { qps = 2, capacity = 100, key_var = "http_x_client" }))
+      assert(define("nk", { qps = 2, capacity = 100, key_var = "http_x_client", exit = true }))
       fake.ngx.var = {}
       assert.equal(200, (request(resty, "nk")))
       fake.ngx.var.http_x_client = ""
@@ -412,6 +461,18 @@ describe("resty.libsw", function()
   end)
 
   describe("segments", function()
+    -- define(name, opts) as a reload runs it (the module loaded anew, as in
+    -- the new Lua VM), on a segment of its own; and the segment's name
+    local function reloader(name)
+      local seg = ("libsw_rspec_%s_%d_%d"):format(name, libsw.getpid(), math.random(1, 1e9))
+      return function(opts)
+        package.loaded["resty.libsw"] = nil
+        resty = require "resty.libsw"
+        opts.segment = seg
+        return define(name, opts)
+      end, seg
+    end
+
     it("keeps state when defined again (reload) and resets with reset = true", function()
       local seg = ("libsw_rspec_reload_%d_%d"):format(libsw.getpid(), math.random(1, 1e9))
       assert(define("r", { qps = 1, segment = seg }))
@@ -443,14 +504,20 @@ describe("resty.libsw", function()
       assert.matches("starting it anew", fake.ngx.logs[#fake.ngx.logs])
     end)
 
+    it("a QPS limit without exits counts nothing in flight: a concurrency limit can take it over", function()
+      local reload = reloader("g")
+      assert(reload { qps = 100 })
+      for _ = 1, 3 do assert.equal(200, (request(resty, "g"))) end -- no exits (SW_ENTRY_NO_EXIT)
+      assert.equal(0, resty.stats("g").concurrency)
+      assert(reload { concurrency = 2 })
+      assert.equal(200, (request(resty, "g"))) -- entered and exited
+      assert.equal(0, resty.stats("g").concurrency)
+      assert.equal(1, resty.stats("g").total_success)
+      assert(reload { qps = 5 })
+    end)
+
     it("a keyed table across reloads: kept, reset, mismatch (geometry, or a registry before)", function()
-      local seg = ("libsw_rspec_kr_%d_%d"):format(libsw.getpid(), math.random(1, 1e9))
-      local function reload(opts)
-        package.loaded["resty.libsw"] = nil
-        resty = require "resty.libsw"
-        opts.segment = seg
-        return define("kr", opts)
-      end
+      local reload = reloader("kr")
       assert(reload { qps = 1, capacity = 100 })
       assert.equal(200, (request(resty, "kr", "a")))
       assert(reload { qps = 1, capacity = 100 })

@@ -18,10 +18,10 @@
 -- (interval = 20, windows = 1), i.e. a tumbling window admitting exactly
 -- 20 requests (floor(qps) x interval). With the default 2 x 500 ms
 -- geometry a burst crossing a 500 ms boundary would see a window leave the
--- interval and admit more. The test reads the same CLOCK_MONOTONIC as nginx
--- (libsw.now_ms) and starts only when at least 12 s of the window remain,
--- enough for the burst and both reloads; it checks afterwards that the
--- window did not end meanwhile.
+-- interval and admit more. The test reads the same window clock as nginx
+-- (libsw.now_ms: CLOCK_MONOTONIC_COARSE) and starts only when at least 12 s
+-- of the window remain, enough for the burst and both reloads; it checks
+-- afterwards that the window did not end meanwhile.
 --
 -- The thousands of clients: a reject window admits at least `interval`
 -- passes per key, so thousands of keys x (budget + 1) requests would not
@@ -113,7 +113,8 @@ local SEG = {
   tiny = "libsw_t_tiny_" .. tag, tinyopen = "libsw_t_open_" .. tag,
   reopen = "libsw_t_reopen_" .. tag, dry = "libsw_t_dry_" .. tag,
   fleet = "libsw_t_fleet_" .. tag, fleetrc = "libsw_t_fleetrc_" .. tag,
-  clients = "libsw_t_clients_" .. tag,
+  clients = "libsw_t_clients_" .. tag, qps = "libsw_t_qps_" .. tag,
+  conc = "libsw_t_conc_" .. tag,
 }
 local FLEET_QPS = 10 -- the fleet's budget per 1 s window (2 buckets of 500 ms)
 local root = libsw.geteuid() == 0
@@ -123,10 +124,20 @@ local root = libsw.geteuid() == 0
 -- `timeout` and stopped by its own PID.
 local redis_pids = {}
 
--- A redis-server on a free port (extra: more options): port, or nil.
+-- The parent of process pid (nil once it is gone).
+local function parent_of(pid)
+  local stat = read("/proc/" .. pid .. "/stat")
+  return stat and tonumber(stat:match("^%d+ %b() %S+ (%d+)"))
+end
+
+-- A redis-server on a free port (extra: more options): port, or nil. The
+-- server that answers must be ours (a child of our `timeout`): on a port
+-- another test's Redis already holds, ours fails to bind while theirs
+-- answers PING, and the test would use (and at the end kill) theirs.
+-- Ports up to 55535: a cluster node also listens on its port + 10000.
 local function start_redis(extra)
   for _ = 1, 5 do
-    local p = math.random(20000, 60000)
+    local p = math.random(20000, 55535)
     local pid = tonumber(sh(("cd %s && timeout 600 redis-server --port %d --bind 127.0.0.1 "
       .. "--save '' --appendonly no --daemonize no %s > logs/redis-%d.log 2>&1 & echo $!"):format(
         prefix, p, extra or "", p)))
@@ -134,9 +145,13 @@ local function start_redis(extra)
       if sh(("redis-cli -p %d ping"):format(p)):find("PONG") then
         -- the server's own PID ($! is timeout's, which SIGKILL would not pass on)
         local spid = tonumber(sh(("redis-cli -p %d info server"):format(p)):match("process_id:(%d+)"))
-        redis_pids[#redis_pids + 1] = spid
-        return p, spid
+        if spid and parent_of(spid) == pid then
+          redis_pids[#redis_pids + 1] = spid
+          return p, spid
+        end
+        break -- another Redis holds the port
       end
+      if not parent_of(pid) then break end -- ours exited (the port was taken)
       sleep(0.05)
     end
     os.execute("kill " .. pid .. " 2>/dev/null")
@@ -214,10 +229,14 @@ http {
     assert(require("libsw").load("SWLIB"))
     local limits = require "resty.libsw"
     assert(limits.define("burst", { qps = 1, interval = 20, windows = 1, capacity = 16,
-                                    key_var = "binary_remote_addr",
+                                    key_var = "binary_remote_addr", exit = true,
                                     segment = "SEG_BURST", reset = RESET, USEROPT }))
     assert(limits.define("pace", { qps = 10, behavior = "pacing", max_queue = 1,
-                                   segment = "SEG_PACE" }))
+                                   exit = true, segment = "SEG_PACE" }))
+    -- the recommended configuration: a QPS limit without a log phase (no
+    -- exits by default), a concurrency limit with log() in its location
+    assert(limits.define("qps", { qps = 1000, segment = "SEG_QPS" }))
+    assert(limits.define("conc", { concurrency = 1, segment = "SEG_CONC" }))
     assert(limits.define("clients", { qps = 1 / 600, behavior = "pacing", max_queue = 0,
                                       capacity = 8192, key_var = "http_x_client",
                                       segment = "SEG_CLIENTS" }))
@@ -236,7 +255,6 @@ http {
                                                   failure = "closed" } }))
   }
   init_worker_by_lua_block { require("resty.libsw").init_worker() }
-  log_by_lua_block { require("resty.libsw").log() }
   server {
     listen 127.0.0.1:PORT reuseport;
     location = /gen { content_by_lua_block { ngx.say("GEN ", ngx.worker.pid()) } }
@@ -246,6 +264,7 @@ http {
         require("resty.libsw").limit("burst") -- key: $binary_remote_addr (key_var)
       }
       content_by_lua_block { ngx.say("ok") }
+      log_by_lua_block { require("resty.libsw").log() }
     }
     location = /clients {
       access_by_lua_block {
@@ -257,6 +276,21 @@ http {
     location = /pace {
       access_by_lua_block { require("resty.libsw").limit("pace") }
       content_by_lua_block { ngx.say("ok") }
+      log_by_lua_block { require("resty.libsw").log() }
+    }
+    location = /qps {
+      access_by_lua_block { require("resty.libsw").limit("qps") }
+      content_by_lua_block { ngx.say("ok") }
+    }
+    location = /conc {
+      access_by_lua_block { require("resty.libsw").limit("conc") }
+      content_by_lua_block { ngx.sleep(0.5) ngx.say("ok") }
+      log_by_lua_block { require("resty.libsw").log() }
+    }
+    location = /conc_fail {
+      access_by_lua_block { require("resty.libsw").limit("conc") }
+      content_by_lua_block { ngx.exit(502) }
+      log_by_lua_block { require("resty.libsw").log() }
     }
     location = /tiny {
       access_by_lua_block { require("resty.libsw").limit("tiny", ngx.var.arg_k) }
@@ -299,7 +333,8 @@ http {
           s.concurrency, s.total_success = s.in_flight, t.total_success
         end
         ngx.say(s.pass, " ", s.block, " ", s.concurrency, " ", s.total_success, " ",
-                s.would_block_qps, " ", s.lease and (s.lease.up and "up" or "down") or "-")
+                s.would_block_qps, " ", s.lease and (s.lease.up and "up" or "down") or "-",
+                " ", s.total_exception or "-", " ", s.avg_rt or "-")
       }
     }
     location = /table {
@@ -315,6 +350,7 @@ http {
     :gsub("USEROPT", user_opt):gsub("MODULES", modules):gsub("PREFIX", prefix)
     :gsub("BINDINGS", here):gsub("RESTY", resty_dir):gsub("SWLIB", SW_LIB)
     :gsub("SEG_BURST", SEG.burst):gsub("SEG_PACE", SEG.pace):gsub("SEG_TINY", SEG.tiny)
+    :gsub("SEG_QPS", SEG.qps):gsub("SEG_CONC", SEG.conc)
     :gsub("SEG_OPEN", SEG.tinyopen):gsub("SEG_REOPEN", SEG.reopen)
     :gsub("SEG_DRY", SEG.dry):gsub("SEG_FLEETRC", SEG.fleetrc) -- before its prefix SEG_FLEET
     :gsub("SEG_FLEET", SEG.fleet):gsub("SEG_CLIENTS", SEG.clients)
@@ -432,11 +468,13 @@ local function answers(cmd)
   return res
 end
 
--- curl n requests in parallel on separate connections (answers)
+-- curl n requests in parallel on separate connections (answers); curl
+-- opens them at once (--parallel-immediate: else it waits for the first
+-- connection, to reuse it, and the requests may not overlap)
 local function burst(path, n, parallel)
   local args = {}
   for i = 1, n do args[i] = ("-o /dev/null %q"):format(url(path)) end
-  return answers(("curl -s -m 10 -Z --parallel-max %d -H 'Connection: close' -w '%s' %s"):format(
+  return answers(("curl -s -m 10 -Z --parallel-immediate --parallel-max %d -H 'Connection: close' -w '%s' %s"):format(
     parallel or 10, WRITE_OUT:gsub("\n", "\\n"), table.concat(args, " ")))
 end
 
@@ -484,9 +522,10 @@ end
 
 local function stats(limit, byaddr)
   local s = get("/stats?limit=" .. limit .. (byaddr and "&byaddr=1" or ""))
-  local p, b, c, su, wb, up = s:match("^(%d+) (%d+) (%d+) (%d+) (%S+) (%S+)")
+  local p, b, c, su, wb, up, ex, rt = s:match("^(%d+) (%d+) (%d+) (%d+) (%S+) (%S+) (%S+) (%S+)")
   return { pass = tonumber(p), block = tonumber(b), concurrency = tonumber(c),
-           success = tonumber(su), would_block_qps = tonumber(wb), lease = up, raw = s }
+           success = tonumber(su), would_block_qps = tonumber(wb), lease = up,
+           exception = tonumber(ex), avg_rt = tonumber(rt), raw = s }
 end
 
 -- ------------------------------------------------------------------- run
@@ -506,9 +545,10 @@ local ok, err = pcall(function()
     keys[i] = ("client-%05d"):format(i)
     twice[2 * i - 1], twice[2 * i] = keys[i], keys[i]
   end
-  local t0 = libsw.now_ms()
+  local t0 = libsw.now_ns() -- a duration: the duration clock
   local cres = burst_clients("/clients", twice, 50)
-  print(("# %d requests of %d clients in %d ms"):format(#cres, CLIENTS, libsw.now_ms() - t0))
+  print(("# %d requests of %d clients in %d ms"):format(#cres, CLIENTS,
+    (libsw.now_ns() - t0) / 1e6))
   local c = tally(cres, 1, 600)
   check(#cres == 2 * CLIENTS and c[200] == CLIENTS and c[429] == CLIENTS and c.other == 0,
         "%d clients, 2 requests each: exactly %d x 200 and %d x 429 (got %d, %d, %d other)",
@@ -531,8 +571,8 @@ local ok, err = pcall(function()
   local window_end = t_before - t_before % WINDOW_MS + WINDOW_MS
   local res = burst("/burst", BURST, 10)
   local t_after = libsw.now_ms()
-  print(("# burst of %d took %d ms, %d ms left in the window"):format(
-    BURST, t_after - t_before, window_end - t_after))
+  print(("# burst of %d ended %d ms into the window, %d ms before its end"):format(
+    BURST, t_after % WINDOW_MS, window_end - t_after))
 
   local lo = math.ceil((window_end - t_after) / 1000)
   local hi = math.ceil((window_end - t_before) / 1000)
@@ -609,8 +649,38 @@ local ok, err = pcall(function()
   check(#res == 5 and all200, "pacing: 5 parallel requests all admitted")
   check(slowest >= 0.35, "pacing: the last waited (slowest %.3f s >= 0.35 s)", slowest)
   s = stats("pace")
-  check(s.pass == 5 and s.concurrency == 0, "pacing: 5 passes, none left in flight (%s)",
+  -- (total successes, not the passes of the last second: a loaded machine
+  -- can take more than a second to ask)
+  check(s.success == 5 and s.concurrency == 0, "pacing: 5 exits, none left in flight (%s)",
         s.raw:gsub("\n", ""))
+
+  -- the recommended configuration: a QPS limit, no log phase, keeps
+  -- nothing per request; a concurrency limit's places are freed by log()
+  res = burst("/qps", 40, 10)
+  local q = tally(res, 1, 1)
+  s = stats("qps")
+  check(q[200] == 40 and s.pass == 40 and s.success == 0,
+        "QPS limit without a log phase: 40 x 200, pass %s, no exits recorded (%s)", s.pass,
+        s.raw:gsub("\n", ""))
+  local qpend = {}
+  for _ = 1, 8 do qpend[#qpend + 1] = (get("/pending"):gsub("\n", "")) end
+  check(table.concat(qpend, " "):match("^[0 ]+$") ~= nil,
+        "QPS limit without a log phase: nothing left waiting for log() (%s)", table.concat(qpend, " "))
+  res = burst("/conc", 3, 3)
+  local c = tally(res, 1, 1)
+  check(c[200] == 1 and c[429] == 2 and c.bad_retry == 0,
+        "concurrency = 1: of 3 requests at once 1 x 200, 2 x 429 with Retry-After 1 (%d, %d, %d)",
+        c[200], c[429], c.bad_retry)
+  s = stats("conc")
+  check(s.concurrency == 0 and s.success == 1 and s.avg_rt and s.avg_rt >= 0.45 and s.avg_rt < 5,
+        "concurrency: log() freed the place and recorded the RT (in flight %s, success %s, "
+        .. "avg rt %s s)", s.concurrency, s.success, s.avg_rt)
+  check(get("/conc") == "ok\n", "concurrency: the next request passes")
+  local code502 = sh(("curl -s -o /dev/null -w '%%{http_code}' %q"):format(url("/conc_fail")))
+  s = stats("conc")
+  check(code502 == "502" and s.exception == 1 and s.success == 3 and s.concurrency == 0,
+        "concurrency: a 502 counts as an exception (%s: exceptions %s, success %s, in flight %s)",
+        code502, s.exception, s.success, s.concurrency)
 
   -- capacity policies: a keyed table full of active keys, closed; a full
   -- registry, open

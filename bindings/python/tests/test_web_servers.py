@@ -1,0 +1,172 @@
+"""libsw.web under real servers: Flask and Django on gunicorn, Starlette
+(the ASGI middleware) and FastAPI (the dependency) on uvicorn, each with
+2 workers on 127.0.0.1 sharing one segment. Rates are per minute or hour
+(a burst ends long before a window slides out, however loaded the
+machine); nothing is timed except a lower bound of pacing."""
+import concurrent.futures
+import importlib.util
+import math
+import os
+import signal
+import time
+
+import pytest
+
+import libsw
+from _webserver import Server
+
+FRAMEWORKS = {
+    "flask": ("gunicorn", "flask_app:app", "flask"),
+    "django": ("gunicorn", "django_app:application", "django"),
+    "starlette": ("uvicorn", "starlette_app:app", "starlette"),
+    "fastapi": ("uvicorn", "fastapi_app:app", "fastapi"),
+}
+for needed in ("requests", "gunicorn", "uvicorn"):
+    if importlib.util.find_spec(needed) is None:
+        pytestmark = pytest.mark.skip(reason="%s is not installed (bindings/python/run-tests.sh installs it)" % needed)
+
+
+@pytest.fixture(scope="module", params=sorted(FRAMEWORKS))
+def server(request, tmp_path_factory):
+    kind, module, package = FRAMEWORKS[request.param]
+    if importlib.util.find_spec(package) is None:
+        pytest.skip("%s is not installed" % package)
+    s = Server(kind, module, tmp_path_factory.mktemp(request.param), workers=2)
+    s.name = request.param
+    yield s
+    s.stop()
+    libsw.unlink_segment(s.segment)
+
+
+def statuses(responses):
+    return [r.status_code for r in responses]
+
+
+def test_exact_passes_per_key_across_workers(server):
+    keys = ["key-%d" % i for i in range(4)]
+    got = server.burst("/key", keys, 8)   # 4/minute per X-Api-Key
+    workers = set()
+    for k in keys:
+        ok = [r for r in got[k] if r.status_code == 200]
+        refused = [r for r in got[k] if r.status_code == 429]
+        assert len(ok) == 4 and len(refused) == 4, (k, statuses(got[k]))
+        workers.update(r.headers["X-Worker"] for r in ok)
+        for r in refused:
+            ra = int(r.headers["Retry-After"])
+            assert 1 <= ra <= 60
+            assert r.headers["X-RateLimit-Limit"] == "4"
+            assert r.headers["X-RateLimit-Remaining"] == "0"
+            assert int(r.headers["X-RateLimit-Reset"]) >= int(time.time())
+            assert r.headers["RateLimit-Policy"] == '"4-per-60s";q=4;w=60'
+            assert r.headers["RateLimit"].startswith('"4-per-60s";r=0;t=')
+        remaining = sorted(int(r.headers["X-RateLimit-Remaining"]) for r in ok)
+        assert remaining == [0, 1, 2, 3]
+    # the passes of one key came from both workers: one table, shared exactly
+    assert len(workers) >= 2, "one worker served every request: %s" % workers
+
+
+def test_default_limit_per_client_address(server):
+    got = server.burst("/default", ["-"], 8, header=None)["-"]
+    assert sorted(statuses(got)) == [200] * 5 + [429] * 3
+
+
+def test_spoofed_forwarded_for_is_ignored(server):
+    # the peer (127.0.0.1) is not a trusted proxy: X-Forwarded-For is never read
+    got = [server.get("/default", {"X-Forwarded-For": "203.0.113.%d" % i}) for i in range(4)]
+    assert statuses(got) == [429] * 4, "a spoofed X-Forwarded-For bought a new key"
+    keys = {k for rule in server.get("/stats").json() for k, _, _ in rule.get("top_keys", [])}
+    assert not any(k.startswith("203.0.113.") for k in keys), keys
+
+
+def test_exempt_route_untouched(server):
+    got = [server.get("/health") for _ in range(12)]
+    assert statuses(got) == [200] * 12
+    for r in got:
+        assert "Retry-After" not in r.headers and "RateLimit" not in r.headers
+
+
+def test_several_rates_all_must_pass(server):
+    # 3/minute;10/hour: the minute refuses; the hour counted only the 3 passes
+    got = server.burst("/multi", ["m-a", "m-b"], 6)
+    for k, rs in got.items():
+        assert sorted(statuses(rs)) == [200] * 3 + [429] * 3, (k, statuses(rs))
+        for r in rs:
+            assert r.headers["RateLimit-Policy"] == '"3-per-60s";q=3;w=60, "10-per-3600s";q=10;w=3600'
+        assert all(r.headers["X-RateLimit-Limit"] == "3" and int(r.headers["Retry-After"]) <= 60
+                   for r in rs if r.status_code == 429)
+    # 10/minute;4/hour: the hour refuses, with a Retry-After beyond the minute
+    got = server.burst("/multi-hour", ["h-a"], 6)["h-a"]
+    assert sorted(statuses(got)) == [200] * 4 + [429] * 2
+    for r in got:
+        if r.status_code == 429:
+            assert r.headers["X-RateLimit-Limit"] == "4"
+            assert 60 < int(r.headers["Retry-After"]) <= 3600
+    hour = [s for s in server.get("/stats").json() if s["rate"] == "10/hour"]
+    assert sum(s["pass"] for s in hour) == 6 and sum(s["block"] for s in hour) == 0
+
+
+def test_path_parameter_key(server):
+    got = {org: [server.get("/orgs/%s" % org) for _ in range(3)] for org in ("acme", "globex")}
+    for org, rs in got.items():
+        assert statuses(rs) == [200, 200, 429], org
+        assert rs[0].text.strip('"').endswith(org)
+
+
+def test_statistics_count_every_worker(server):
+    stats = {s["rate"] + " " + s["key"]: s for s in server.get("/stats").json()}
+    s = stats["4/minute header:X-Api-Key"]
+    assert s["pass"] == 16 and s["block"] == 16 and s["keys"] == 4
+
+
+@pytest.mark.parametrize("server", ["flask"], indirect=True)  # its route is in that app
+def test_trusted_proxy_forwarded_for(server):
+    got = [server.get("/proxied", {"X-Forwarded-For": "198.51.100.7, 127.0.0.1"}) for _ in range(3)]
+    assert statuses(got) == [200, 200, 429]
+    other = server.get("/proxied", {"X-Forwarded-For": "198.51.100.8"})
+    assert other.status_code == 200   # the peer is trusted: the client is the header's
+
+
+@pytest.mark.parametrize("server", ["starlette"], indirect=True)  # its route is in that app
+def test_user_key(server):
+    alice = [server.get("/me", {"Authorization": "Bearer alice"}) for _ in range(4)]
+    bob = server.get("/me", {"Authorization": "Bearer bob"})
+    assert statuses(alice) == [200, 200, 200, 429] and bob.status_code == 200
+    anonymous = [server.get("/me") for _ in range(5)]  # no user: the rule does not apply
+    assert statuses(anonymous) == [200] * 5
+
+
+@pytest.mark.parametrize("server", ["fastapi"], indirect=True)  # its route is in that app
+def test_pacing_waits_under_uvicorn(server):
+    n = 5  # 2/second, paced: admissions 500 ms apart, whatever the worker
+    t0 = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(n) as pool:
+        got = list(pool.map(lambda _: server.get("/paced", {"X-Api-Key": "pace"}), range(n)))
+    elapsed = time.monotonic() - t0
+    assert statuses(got) == [200] * n
+    waits = sorted(float(r.headers["X-Waited"]) for r in got)
+    print("pacing: waited %s s, %d requests in %.3f s" % (waits, n, elapsed))
+    assert elapsed >= (n - 1) * 0.5 - 0.05   # a lower bound: the last admission is 2 s after the first
+    assert all(0 <= w <= 30 for w in waits)
+    assert len({r.headers["X-Worker"] for r in got}) >= 1
+    assert math.isfinite(sum(waits))
+
+
+def test_gunicorn_refuses_to_start_with_a_bad_rate(tmp_path):
+    """A bad rate stops the workers at boot: gunicorn exits, its log names the value."""
+    import subprocess
+
+    from _webserver import command, free_port, segment_name
+
+    log = tmp_path / "bad.log"
+    env = dict(os.environ, LIBSW_WEB_SEGMENT=segment_name("bad"), LIBSW_WEB_DEFAULT="0/second")
+    with open(log, "wb") as out:
+        p = subprocess.Popen(command("gunicorn", "flask_app:app", free_port(), 2), env=env, stdout=out,
+                             stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            rc = p.wait(120)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+            raise AssertionError("gunicorn still runs with a bad rate:\n" + log.read_text())
+    text = log.read_text()
+    assert rc != 0 and "rate '0/second'" in text, text[-3000:]

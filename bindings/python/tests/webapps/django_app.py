@@ -1,0 +1,61 @@
+"""The Django project of test_web_servers in one module (gunicorn, 2+ workers)."""
+import json
+import os
+
+from django.conf import settings
+
+settings.configure(
+    DEBUG=False, SECRET_KEY="libsw-test", ROOT_URLCONF=__name__, ALLOWED_HOSTS=["*"],
+    MIDDLEWARE=["libsw.web.django.RateLimitMiddleware"],
+    LIBSW_RATELIMIT={"segment": os.environ["LIBSW_WEB_SEGMENT"], "key": "ip", "headers": "both",
+                     "default": "5/minute", "exempt": ["/health"]},
+)
+
+from django.http import HttpResponse  # noqa: E402
+from django.urls import path  # noqa: E402
+
+from libsw.web.django import exempt, limiter, ratelimit  # noqa: E402
+
+
+def reply(text):
+    r = HttpResponse(text)
+    r["X-Worker"] = str(os.getpid())
+    return r
+
+
+def health(request):
+    return reply("ok")
+
+
+def default(request):
+    return reply("default")
+
+
+def limited(rates, text):
+    """A view answering text, limited by rates per X-Api-Key."""
+    def view(request):
+        return reply(text)
+
+    view.__qualname__ = text
+    return ratelimit(rates, key="header:X-Api-Key")(view)
+
+
+@ratelimit("2/minute", key="path:org")
+def org(request, org):
+    return reply(org)
+
+
+@exempt
+def stats(request):
+    return HttpResponse(json.dumps(limiter().stats(top=5), default=str), content_type="application/json")
+
+
+urlpatterns = [
+    path("health", health), path("default", default), path("orgs/<org>", org), path("stats", stats),
+    path("key", limited("4/minute", "key")), path("multi", limited("3/minute;10/hour", "multi")),
+    path("multi-hour", limited("10/minute;4/hour", "multi-hour")),
+]
+
+from django.core.wsgi import get_wsgi_application  # noqa: E402
+
+application = get_wsgi_application()
