@@ -1,17 +1,22 @@
-/* The fast paths of the forms of a limiter other than the decorator, as
- * methods written against the Python C API, installed by swpy_install()
- * (libsw/_limiter.py calls it once): RateLimiter's __enter__, __exit__,
- * __aenter__, __aexit__ and try_acquire, and Permit's release.
+/* The fast paths of every form of a limiter, written against the Python C
+ * API and installed by swpy_install() (libsw/_limiter.py calls it once):
+ * RateLimiter's __enter__, __exit__, __aenter__, __aexit__ and
+ * try_acquire, Permit's release, and the decorator's entry and exits
+ * (functions of libsw._limiter).
  *
  * Why in C: a Python method costs an interpreter frame, and the interpreter
  * calls __enter__ and __aenter__ from C, which costs a new one; `async with`
  * awaits what __aenter__ and __aexit__ return: coroutines, unless they
  * return an awaitable that is already done. Each method here is one call of
- * swpy.c, the GIL released around it as CFFI does (and, for `async with`, a
- * done awaitable). Whatever is not a plain pass or a plain exit goes to the
- * Python methods (_enter_slow, _aenter_slow, _exit_slow, _try_acquire,
- * _try_acquired, Permit._failed), which decide and raise as before. The
- * attributes read here are slots, read at their offsets. */
+ * swpy.c (and, for `async with`, a done awaitable), made with the GIL held:
+ * these calls never wait (a wait is the Python slow path's), and take about
+ * 100 ns, less than what releasing and retaking the GIL costs (about 680
+ * instructions a decorated call, a fifth of its cost; docs/python.md,
+ * "Threads, the GIL, speed"). Whatever is not a plain pass or a plain exit
+ * goes to the Python methods (_enter_slow, _aenter_slow, _exit_slow,
+ * _try_acquire, _try_acquired, Permit._failed), which decide and raise as
+ * before, through CFFI, which releases the GIL. The attributes read here are
+ * slots, read at their offsets. */
 #include <Python.h>
 #include <structmember.h>
 
@@ -134,12 +139,8 @@ static int64_t swpy_site_of(PyObject *self) {
 }
 
 static int64_t swpy_enter_now(PyObject *self) {
-  int64_t site = swpy_site_of(self), rc;
-  if (site < 0) return SW_EINVAL;
-  Py_BEGIN_ALLOW_THREADS
-  rc = swpy_with_enter(site);
-  Py_END_ALLOW_THREADS
-  return rc;
+  int64_t site = swpy_site_of(self);
+  return site < 0 ? SW_EINVAL : swpy_with_enter(site);
 }
 
 /* slow(rc, error): a Python method of the limiter. */
@@ -171,11 +172,9 @@ static PyObject *swpy_exit_now(PyObject *self, PyObject *const *args, Py_ssize_t
     return NULL;
   }
   int error = args[0] != Py_None;
-  int64_t site = swpy_site_of(self), rc;
+  int64_t site = swpy_site_of(self);
   if (site < 0) return NULL;
-  Py_BEGIN_ALLOW_THREADS
-  rc = error ? swpy_with_exit_err(site) : swpy_with_exit(site);
-  Py_END_ALLOW_THREADS
+  int64_t rc = error ? swpy_with_exit_err(site) : swpy_with_exit(site);
   if (rc == 0) Py_RETURN_NONE;
   return swpy_slow(self, swpy_s_exit_slow, rc, error ? Py_True : Py_False);
 }
@@ -191,6 +190,48 @@ static PyObject *swpy_m_aexit(PyObject *self, PyObject *const *args, Py_ssize_t 
   return swpy_ref(swpy_done_none);
 }
 
+/* ------------------------------------------------------ the decorator */
+
+/* _decorator_enter(site) and _decorator_exit_ok / _exit_err(token) of
+ * libsw._limiter: swpy_enter_site and swpy_exit_ok / _err as functions of
+ * one int, called by the decorator's wrapper in place of their CFFI
+ * wrappers (which release the GIL and save errno around each call). */
+static int64_t swpy_arg(PyObject *o) {
+  int64_t v = PyLong_AsLongLong(o);
+  return v == -1 && PyErr_Occurred() ? INT64_MIN : v;
+}
+
+static PyObject *swpy_f_enter(PyObject *mod, PyObject *site) {
+  (void)mod;
+  int64_t s = swpy_arg(site);
+  return s == INT64_MIN ? NULL : PyLong_FromLongLong(swpy_enter_site(s));
+}
+
+static inline PyObject *swpy_f_exit(PyObject *token, int (*exit_token)(int64_t)) {
+  int64_t t = swpy_arg(token);
+  return t == INT64_MIN ? NULL : PyLong_FromLong(exit_token(t));
+}
+
+static PyObject *swpy_f_exit_ok(PyObject *mod, PyObject *token) {
+  (void)mod;
+  return swpy_f_exit(token, swpy_exit_ok);
+}
+
+static PyObject *swpy_f_exit_err(PyObject *mod, PyObject *token) {
+  (void)mod;
+  return swpy_f_exit(token, swpy_exit_err);
+}
+
+static PyMethodDef swpy_functions[] = {
+    {"_decorator_enter", swpy_f_enter, METH_O,
+     "_decorator_enter(site, /)\n--\n\nswpy_enter_site(site): a token, or a negative result."},
+    {"_decorator_exit_ok", swpy_f_exit_ok, METH_O,
+     "_decorator_exit_ok(token, /)\n--\n\nswpy_exit_ok(token): 0 or a negative sw_err code."},
+    {"_decorator_exit_err", swpy_f_exit_err, METH_O,
+     "_decorator_exit_err(token, /)\n--\n\nswpy_exit_err(token): 0 or a negative sw_err code."},
+    {NULL, NULL, 0, NULL},
+};
+
 /* ------------------------------------------------ try_acquire, release */
 
 /* try_acquire(n=1, *, key=None): one unit, no key, no custom clock here. */
@@ -200,7 +241,7 @@ static PyObject *swpy_m_try_acquire(PyObject *self, PyObject *const *args, Py_ss
   if (plain && kwnames != NULL)
     plain = PyTuple_GET_SIZE(kwnames) == 1 && args[nargs] == Py_None &&
             PyUnicode_Compare(PyTuple_GET_ITEM(kwnames, 0), swpy_s_key) == 0;
-  int64_t site = plain ? swpy_slot_int(self, swpy_o_fast) : 0, tok;
+  int64_t site = plain ? swpy_slot_int(self, swpy_o_fast) : 0;
   if (site <= 0) {
     if (PyErr_Occurred()) return NULL;
     PyObject *m = PyObject_GetAttr(self, swpy_s_try_acquire);
@@ -209,9 +250,7 @@ static PyObject *swpy_m_try_acquire(PyObject *self, PyObject *const *args, Py_ss
     Py_DECREF(m);
     return r;
   }
-  Py_BEGIN_ALLOW_THREADS
-  tok = swpy_acquire_site(site);
-  Py_END_ALLOW_THREADS
+  int64_t tok = swpy_acquire_site(site);
   if (tok <= 0) return swpy_slow(self, swpy_s_try_acquired, tok, NULL);
   PyObject *t = PyLong_FromLongLong(tok);
   /* Permit has no __new__ or __init__ of its own: its allocation is its making */
@@ -236,14 +275,12 @@ static PyObject *swpy_m_release(PyObject *self, PyObject *const *args, Py_ssize_
   }
   int error = nargs + nkw == 1 ? PyObject_IsTrue(args[0]) : 0;
   if (error < 0) return NULL;
-  int64_t tok = swpy_slot_int(self, swpy_o_tok), rem;
+  int64_t tok = swpy_slot_int(self, swpy_o_tok);
   if (tok <= 0) {
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE; /* released already, or refused */
   }
-  Py_BEGIN_ALLOW_THREADS
-  rem = error ? swpy_release_err(tok) : swpy_release_ok(tok);
-  Py_END_ALLOW_THREADS
+  int64_t rem = error ? swpy_release_err(tok) : swpy_release_ok(tok);
   if (rem < 0) { /* Permit._failed(tok, rc) */
     PyObject *t = PyLong_FromLongLong(tok), *c = PyLong_FromLongLong(rem), *r = NULL;
     if (t != NULL && c != NULL) r = PyObject_CallMethodObjArgs(self, swpy_s_failed, t, c, NULL);
@@ -296,6 +333,20 @@ static int swpy_set_methods(PyObject *cls, PyMethodDef *defs) {
   return 0;
 }
 
+/* Set functions on module mod: 0 or -1. */
+static int swpy_set_functions(const char *mod, PyMethodDef *defs) {
+  PyObject *m = PyImport_ImportModule(mod);
+  if (m == NULL) return -1;
+  int rc = 0;
+  for (PyMethodDef *d = defs; rc == 0 && d->ml_name != NULL; d++) {
+    PyObject *f = PyCFunction_NewEx(d, NULL, NULL);
+    rc = f == NULL ? -1 : PyObject_SetAttrString(m, d->ml_name, f);
+    Py_XDECREF(f);
+  }
+  Py_DECREF(m);
+  return rc;
+}
+
 /* The class name of module libsw.<mod>: a new reference, or NULL. */
 static PyObject *swpy_class(const char *mod, const char *name) {
   PyObject *m = PyImport_ImportModule(mod), *c;
@@ -341,7 +392,8 @@ int swpy_install(void) {
       (swpy_o_rem = swpy_slot_offset(permit, "_rem")) < 0)
     goto out;
   Py_XSETREF(swpy_permit_type, (PyTypeObject *)swpy_ref(permit));
-  if (swpy_set_methods(lim, swpy_methods) < 0 || swpy_set_methods(permit, swpy_permit_methods) < 0)
+  if (swpy_set_methods(lim, swpy_methods) < 0 || swpy_set_methods(permit, swpy_permit_methods) < 0 ||
+      swpy_set_functions("libsw._limiter", swpy_functions) < 0)
     goto out;
   rc = 0;
 out:

@@ -1,9 +1,11 @@
 """RateLimiter: a Sentinel flow rule as a decorator and context manager.
 
-Hot path (decorator): two C calls, swpy_enter and swpy_exit, which read the
-clock, decide, count, and compute the response time in C; the decision is
-kept in a C thread-local struct that Python reads only when the verdict is
-not PASS. Every C call releases the GIL (CFFI API mode).
+Hot path (decorator): two C calls of one integer, swpy_enter_site and
+swpy_exit_ok (swpy.c), which read the clocks, decide, count, and compute the
+response time in C; the decision is kept in a C thread-local struct that
+Python reads only when the verdict is not PASS. Every CFFI call releases the
+GIL (API mode); the fast paths of swpy_py.c (the decorator's calls, with,
+try_acquire, release) hold it.
 
 Handles are cdata objects with destructors (ffi.gc): a call in progress
 holds its handle, so close() on another thread never frees memory under it;
@@ -60,6 +62,12 @@ from ._wait import new_info, run, run_async, steps
 
 if TYPE_CHECKING:
     from ._window import Metric
+
+    # The decorator's entry and exits (swpy_py.c, set by swpy_install below):
+    # swpy_enter_site, swpy_exit_ok and swpy_exit_err called with the GIL held.
+    def _decorator_enter(site: int) -> int: ...
+    def _decorator_exit_ok(token: int) -> int: ...
+    def _decorator_exit_err(token: int) -> int: ...
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -587,9 +595,9 @@ class RateLimiter(PerKey):
         clock = self._clock
         if clock is None:
             site_obj, site = self._site_for_wrapper()
-            enter = lib.swpy_enter_site
-            exit_ok = lib.swpy_exit_ok
-            exit_err = lib.swpy_exit_err
+            enter = _decorator_enter
+            exit_ok = _decorator_exit_ok
+            exit_err = _decorator_exit_err
             slow_token = self._slow_token
 
             @functools.wraps(fn)
@@ -637,9 +645,9 @@ class RateLimiter(PerKey):
         timeout = self._timeout
         if self._clock is None:
             site_obj, site = self._site_for_wrapper()
-            enter = lib.swpy_enter_site
-            exit_ok = lib.swpy_exit_ok
-            exit_err = lib.swpy_exit_err
+            enter = _decorator_enter
+            exit_ok = _decorator_exit_ok
+            exit_err = _decorator_exit_err
             slow_token = self._slow_token_async
 
             @functools.wraps(fn)
@@ -991,7 +999,7 @@ class RateLimiter(PerKey):
         return (_reopen, (root.init_kwargs, self._key))
 
 
-check(lib.swpy_install(), "RateLimiter's with statement (swpy_py.c)")
+check(lib.swpy_install(), "RateLimiter's fast paths (swpy_py.c)")
 
 
 def _reopen(kwargs: Dict[str, Any], key: Optional[Union[str, bytes]]) -> Union[RateLimiter, KeyLimiter]:
