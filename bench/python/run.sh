@@ -9,7 +9,8 @@
 #   2. instructions per call with valgrind --tool=callgrind: each mode runs
 #      with CALLS calls and with 0 calls (same setup), the difference / CALLS;
 #   3. a summary, one line per form: ns and instructions per call, the ratio
-#      of each to the decorator's, and the cost over the undecorated call.
+#      of each to the decorator's, and the cost over the undecorated call;
+#      then the goals of issue 16, one line each (goal=NAME ns=... instructions=...).
 # Usage: bench/python/run.sh [bench_decorator.py options]
 # Environment: PYTHON (default: .venv/bin/python of the repository, made by
 # bindings/python/run-tests.sh), CALLS (default 20000), CALLS_MOVING
