@@ -1,9 +1,10 @@
 /* The Python binding's glue (swpy.c): the calls of the binding's hot paths,
- * each taking one integer where it can (CFFI converts a single argument
+ * each taking one integer where it can (a single argument is converted
  * without building an argument tuple), with the clock reads, the response
  * times and the records of entries in flight kept in C. build_libsw.py
- * declares the same functions to CFFI. No statistics logic here: these call
- * libsw's public API only.
+ * declares the same functions to CFFI, whose calls release the GIL; the
+ * fast paths of every form call them from swpy_py.c with the GIL held. No
+ * statistics logic here: these call libsw's public API only.
  *
  * Times: without a custom clock an entry's start (t0) is sw_now_ns() (the
  * duration clock) and entries call sw_limiter_entry (which places them on
@@ -97,8 +98,11 @@ int64_t swpy_with_exit(int64_t site);
 int64_t swpy_with_exit_err(int64_t site);
 int64_t swpy_with_exit_at(int64_t site, int64_t t, uint32_t flags);
 
-/* ---- RateLimiter's __enter__, __exit__, __aenter__, __aexit__ (swpy_py.c) ---- */
-/* Install them on libsw._limiter.RateLimiter: 0, or -1 (the error printed). */
+/* ---- the fast paths as Python methods and functions (swpy_py.c) ---- */
+/* Install RateLimiter's __enter__, __exit__, __aenter__, __aexit__ and
+ * try_acquire, Permit's release, and the decorator's _decorator_enter,
+ * _decorator_exit_ok and _decorator_exit_err in libsw._limiter: 0, or -1
+ * (the error printed). */
 int swpy_install(void);
 
 /* ---- keyed tables ----
