@@ -1,11 +1,12 @@
 /* Limiter benchmark: ns per entry+exit pair for each behaviour, with the
  * real clock, 1 or more threads on one limiter.
  * Usage: bench_limiter BEHAVIOUR THREADS OPS
- *   BEHAVIOUR: reject | reject-fast | pacing | warm-up | concurrency | blocked
+ *   BEHAVIOUR: reject | reject-fast | pacing | warm-up | concurrency | blocked | no-exit
  * The threshold is high enough that every entry passes: this measures the
  * cost of the decision and the counting, not of blocking; except "blocked"
  * (strict reject, threshold 1): after the first, every entry is blocked
- * (and has no exit), the cost of a refusal with its retry-after. Under
+ * (and has no exit), the cost of a refusal with its retry-after; and
+ * "no-exit" (strict reject, SW_ENTRY_NO_EXIT): passing entries alone. Under
  * callgrind, count only run_case (see bench/run.sh). */
 #include <pthread.h>
 #include <stdio.h>
@@ -18,28 +19,26 @@
 #include "bench.h"
 
 typedef struct job {
-  pthread_t tid;
   sw_limiter *l;
   long ops;
+  uint32_t flags;
 } job;
 
 __attribute__((noinline)) void run_case(job *j);
 __attribute__((noinline)) void run_case(job *j) {
   sw_decision d;
   for (long i = 0; i < j->ops; i++) {
-    sw_limiter_entry(j->l, 1, 0, &d);
-    if (d.verdict != SW_VERDICT_BLOCK) sw_limiter_exit(j->l, 1, 1, 0);
+    sw_limiter_entry(j->l, 1, j->flags, &d);
+    if (d.verdict != SW_VERDICT_BLOCK && !(j->flags & SW_ENTRY_NO_EXIT))
+      sw_limiter_exit(j->l, 1, 1, 0);
   }
 }
 
-static void *thread_main(void *arg) {
-  run_case(arg);
-  return NULL;
-}
+static void run_job(void *arg) { run_case(arg); }
 
 int main(int argc, char **argv) {
   if (argc < 4) {
-    fprintf(stderr, "usage: %s reject|reject-fast|pacing|warm-up|concurrency|blocked THREADS OPS\n",
+    fprintf(stderr, "usage: %s reject|reject-fast|pacing|warm-up|concurrency|blocked|no-exit THREADS OPS\n",
             argv[0]);
     return 2;
   }
@@ -59,17 +58,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   job *jobs = calloc((size_t)threads, sizeof *jobs);
-  double t0 = now_s();
-  for (int i = 0; i < threads; i++) {
-    jobs[i] = (job){.l = l, .ops = ops};
-    if (threads == 1)
-      run_case(&jobs[i]);
-    else
-      pthread_create(&jobs[i].tid, NULL, thread_main, &jobs[i]);
-  }
-  if (threads > 1)
-    for (int i = 0; i < threads; i++) pthread_join(jobs[i].tid, NULL);
-  double dt = now_s() - t0;
+  uint32_t flags = strcmp(b, "no-exit") == 0 ? SW_ENTRY_NO_EXIT : 0;
+  for (int i = 0; i < threads; i++) jobs[i] = (job){.l = l, .ops = ops, .flags = flags};
+  double dt = bench_run(jobs, sizeof *jobs, threads, run_job);
   printf("behaviour=%s threads=%d ops=%ld ns_per_pair=%.1f mpairs_total=%.2f\n", b, threads,
          ops, dt * 1e9 / (double)ops, (double)ops * threads / dt / 1e6);
   free(jobs);

@@ -73,12 +73,22 @@ echo "# core: callgrind instructions per op (1 thread; the clock is a syscall un
 for c in add sum sumadd check; do echo "case=$c instructions_per_op=$(irs "$b/bench/bench_core" "$c" 1 $N)"; done
 echo "# limiter: entry+exit pairs, wall clock (best of 5 runs)"
 SW_FIELD=5
-for beh in reject reject-fast pacing warm-up concurrency blocked; do
+for beh in reject reject-fast pacing warm-up concurrency blocked no-exit; do
   for t in 1 2; do best "$b/bench/bench_limiter" "$beh" "$t" 5000000; done
 done
-echo "# limiter: callgrind instructions per entry+exit pair (1 thread; blocked: per entry)"
-for beh in reject reject-fast pacing warm-up concurrency blocked; do
+echo "# limiter: callgrind instructions per entry+exit pair (1 thread; blocked, no-exit: per entry)"
+for beh in reject reject-fast pacing warm-up concurrency blocked no-exit; do
   echo "behaviour=$beh instructions_per_pair=$(irs "$b/bench/bench_limiter" "$beh" 1 $N)"
+done
+echo "# breaker: entry+exit closed, entry open, next to a limiter's entry (wall clock, best of 5 runs)"
+make -C "$b" -s bench/bench_breaker >/dev/null
+SW_FIELD=5
+for c in closed open limiter-entry limiter-pair; do
+  for t in 1 2; do best "$b/bench/bench_breaker" "$c" "$t" 5000000; done
+done
+echo "# breaker: callgrind instructions per op (1 thread)"
+for c in closed open limiter-entry limiter-pair; do
+  echo "case=$c instructions_per_op=$(irs "$b/bench/bench_breaker" "$c" 1 $N)"
 done
 echo "# shared segment: entries (check-and-count) on a heap vs a shared limiter"
 SW_FIELD=5

@@ -9,6 +9,7 @@
 #include "internal.h"
 #include "leap_array.h"
 #include "metric_bucket.h"
+#include "breaker/breaker.h"
 
 #define SW__REGISTRY_MAX 128
 
@@ -34,6 +35,8 @@ static void sw__register_builtins(void) {
   sw__register_locked(&sw__metric_type);
   sw__register_locked(&sw__occupiable_type);
   sw__register_locked(&sw__future_type);
+  sw__register_locked(&sw__brk_slow_type);
+  sw__register_locked(&sw__brk_error_type);
 }
 
 SW_API int sw_bucket_type_register(const sw_bucket_type *type) {

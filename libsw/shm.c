@@ -146,6 +146,7 @@ static void sw__boot_id(char out[40]) {
 static const char *sw__kind_name(uint32_t kind) {
   return kind == SW__SHM_REGISTRY ? "registry of limiters"
        : kind == SW__SHM_KEYED    ? "keyed table"
+       : kind == SW__SHM_BREAKER  ? "circuit breaker"
                                   : "segment of an unknown kind";
 }
 

@@ -1,5 +1,5 @@
 /* Shared files: the common part of every libsw shared segment (a registry
- * of limiters, a keyed table). One position-independent file, mapped by each
+ * of limiters, a keyed table, a circuit breaker). One position-independent file, mapped by each
  * process that attaches:
  *
  *   header (magic, kind, layout fingerprint, size, the kind's configuration
@@ -21,7 +21,7 @@
 #define SW__SHM_CONFIG_MAX 256u
 #define SW__SHM_LOCK_MS 2000 /* longest wait for another process's flock */
 
-enum { SW__SHM_REGISTRY = 1, SW__SHM_KEYED = 2 };
+enum { SW__SHM_REGISTRY = 1, SW__SHM_KEYED = 2, SW__SHM_BREAKER = 3 };
 
 typedef struct sw__shm_hdr {
   uint64_t magic;

@@ -2335,6 +2335,140 @@ static void bad_sw_segment_unlink(void) {
   rmdir(dir);
 }
 
+/* ========================================================= circuit breaker */
+
+static void free_breaker(void *p) { sw_breaker_free(p); }
+
+static sw_breaker *breaker_with(const sw_options *o) {
+  sw_breaker *b = NULL;
+  ck_assert_msg(sw_breaker_create(&b, o) == SW_OK, "fixture breaker: %s", sw_last_error());
+  return keep(b, free_breaker);
+}
+
+static void bad_sw_breaker_create(void) {
+  sw_breaker *b = (sw_breaker *)&b;
+  EXPECT(sw_breaker_create(NULL, NULL), SW_ENULL);
+  EXPECT(sw_breaker_create(&b, OPTS({SW_OPT_BREAKER_STRATEGY, SW_BREAKER_ERROR_RATIO},
+                                    {SW_OPT_BREAKER_COUNT, 1.5})), SW_ERANGE);
+  EXPECT(sw_breaker_create(&b, OPTS({SW_OPT_BREAKER_COUNT, 3e9})), SW_ERANGE);
+  EXPECT(sw_breaker_create(&b, OPTS({SW_OPT_BREAKER_SAMPLE_COUNT, 7})), SW_ESIZE);
+  ck_assert_ptr_null(b);
+  EXPECT_OK(sw_breaker_create(&b, NULL));
+  sw_breaker_free(b);
+}
+
+static void bad_sw_breaker_open(void) {
+  char name[80], path[256];
+  shm_name(name, sizeof name, "breaker");
+  sw_breaker *b = (sw_breaker *)&b;
+  EXPECT(sw_breaker_open(NULL, name, NULL, SW_SEGMENT_CREATE), SW_ENULL);
+  EXPECT(sw_breaker_open(&b, NULL, NULL, SW_SEGMENT_CREATE), SW_ENULL);
+  EXPECT(sw_breaker_open(&b, "", NULL, SW_SEGMENT_CREATE), SW_ERANGE);
+  EXPECT(sw_breaker_open(&b, NAME64, NULL, SW_SEGMENT_CREATE), SW_ERANGE);
+  EXPECT(sw_breaker_open(&b, name, NULL, 0x80), SW_EINVAL);
+  EXPECT(sw_breaker_open(&b, name, NULL, 0), SW_ENOTFOUND);
+  EXPECT(sw_breaker_open(&b, name, OPTS({SW_OPT_BREAKER_SAMPLE_COUNT, 7}), SW_SEGMENT_CREATE),
+         SW_ESIZE);
+  ck_assert_ptr_null(b);
+  /* a registry segment is not a breaker, and the other way round */
+  sw_segment *seg = NULL;
+  ck_assert_int_eq(sw_segment_open(&seg, name, 2, NULL, SW_SEGMENT_RESET), SW_OK);
+  sw_segment_close(seg);
+  EXPECT(sw_breaker_open(&b, name, NULL, SW_SEGMENT_CREATE), SW_ETYPE);
+  EXPECT(sw_breaker_open(&b, name, NULL, SW_SEGMENT_READONLY), SW_ETYPE);
+  EXPECT_OK(sw_breaker_open(&b, name, NULL, SW_SEGMENT_RESET));
+  sw_breaker_free(b);
+  EXPECT(sw_segment_open(&seg, name, 2, NULL, 0), SW_ETYPE);
+  sw_keyed *k = NULL;
+  EXPECT(sw_keyed_open(&k, name, 10, NULL, 0), SW_ETYPE);
+  EXPECT(sw_breaker_open(&b, name, OPTS({SW_OPT_BREAKER_HALF_OPEN_CALLS, 2}), 0), SW_EGEOMETRY);
+  EXPECT(sw_breaker_open(&b, name, OPTS({SW_OPT_BREAKER_STAT_INTERVAL_MS, 2000}), 0),
+         SW_EGEOMETRY);
+  EXPECT(sw_breaker_open(&b, name, OPTS({SW_OPT_BREAKER_STRATEGY, SW_BREAKER_ERROR_COUNT}), 0),
+         SW_EGEOMETRY);
+  /* read-only: no entries, no exits */
+  EXPECT_OK(sw_breaker_open(&b, name, NULL, SW_SEGMENT_READONLY));
+  sw_decision d;
+  EXPECT(sw_breaker_entry_at(b, 1000, &d), SW_EPERM);
+  EXPECT(sw_breaker_exit_at(b, 1000, NULL, 1, 0), SW_EPERM);
+  sw_breaker_info in;
+  EXPECT_OK(sw_breaker_stats_at(b, 1000, &in));
+  sw_breaker_free(b);
+  ck_assert_int_eq(sw_segment_unlink(name), SW_OK);
+  /* a file that is not a segment */
+  file_name(path, sizeof path, "breaker-junk");
+  static unsigned char junk[8192];
+  memset(junk, 0x5a, sizeof junk);
+  write_file(path, junk, sizeof junk);
+  EXPECT(sw_breaker_open(&b, path, NULL, SW_SEGMENT_CREATE), SW_EFOREIGN);
+  unlink(path);
+}
+
+static void bad_sw_breaker_free(void) { sw_breaker_free(NULL); }
+
+static void bad_sw_breaker_entry_at(void) {
+  sw_breaker *b = breaker_with(NULL);
+  sw_decision d;
+  EXPECT(sw_breaker_entry_at(NULL, 1000, &d), SW_ENULL);
+  EXPECT(sw_breaker_entry_at(b, 1000, NULL), SW_ENULL);
+  FOR_EACH(t, BAD_T, "%" PRId64) EXPECT(sw_breaker_entry_at(b, t, &d), SW_ETIME);
+  EXPECT(sw_breaker_entry_at(b, INT64_C(1) << 42, &d), SW_ETIME);
+  EXPECT_HUGE_T(sw_breaker_entry_at(b, INT64_MAX, &d));
+  EXPECT_OK(sw_breaker_entry_at(b, (INT64_C(1) << 42) - 1, &d));
+}
+
+static void bad_sw_breaker_entry(void) {
+  sw_decision d;
+  EXPECT(sw_breaker_entry(NULL, &d), SW_ENULL);
+  EXPECT(sw_breaker_entry(breaker_with(NULL), NULL), SW_ENULL);
+}
+
+static void bad_sw_breaker_exit_at(void) {
+  sw_breaker *b = breaker_with(OPTS({SW_OPT_BREAKER_TIME_WINDOW_SEC, 1e8}));
+  EXPECT(sw_breaker_exit_at(NULL, 1000, NULL, 1, 0), SW_ENULL);
+  FOR_EACH(t, BAD_T, "%" PRId64) EXPECT(sw_breaker_exit_at(b, t, NULL, 1, 0), SW_ETIME);
+  static const int64_t rts[] = {-1, (int64_t)INT32_MAX + 1, INT64_MIN, INT64_MAX};
+  FOR_EACH(rt, rts, "%" PRId64) EXPECT(sw_breaker_exit_at(b, 1000, NULL, rt, 0), SW_ERANGE);
+  EXPECT(sw_breaker_exit_at(b, 1000, NULL, 1, 0x10), SW_EINVAL);
+  sw_breaker_info in;
+  ck_assert_int_eq(sw_breaker_stats_at(b, 1000, &in), SW_OK);
+  ck_assert_int_eq(in.total, 0); /* nothing counted by a refusal */
+  /* a forged probe word decides nothing; a time near the end of time opens
+   * with its next probe kept inside the word */
+  sw_decision forged = {.probe = -1};
+  for (int i = 0; i < 5; i++)
+    EXPECT_OK(sw_breaker_exit_at(b, (INT64_C(1) << 42) - 2, &forged, INT32_MAX, 0));
+  ck_assert_int_eq(sw_breaker_stats_at(b, (INT64_C(1) << 42) - 2, &in), SW_OK);
+  ck_assert_int_eq(in.state, SW_BREAKER_OPEN);
+  ck_assert_int_eq(in.next_probe_ms, (INT64_C(1) << 42) - 2);
+  EXPECT_HUGE_T(sw_breaker_exit_at(b, INT64_MAX, NULL, 1, 0));
+}
+
+static void bad_sw_breaker_exit(void) {
+  EXPECT(sw_breaker_exit(NULL, NULL, 1, 0), SW_ENULL);
+  EXPECT(sw_breaker_exit(breaker_with(NULL), NULL, -1, 0), SW_ERANGE);
+}
+
+static void bad_sw_breaker_set_listener(void) {
+  EXPECT(sw_breaker_set_listener(NULL, NULL, NULL), SW_ENULL);
+  EXPECT_OK(sw_breaker_set_listener(breaker_with(NULL), NULL, NULL));
+}
+
+static void bad_sw_breaker_stats_at(void) {
+  sw_breaker *b = breaker_with(NULL);
+  sw_breaker_info in;
+  EXPECT(sw_breaker_stats_at(NULL, 1000, &in), SW_ENULL);
+  EXPECT(sw_breaker_stats_at(b, 1000, NULL), SW_ENULL);
+  FOR_EACH(t, BAD_T, "%" PRId64) EXPECT(sw_breaker_stats_at(b, t, &in), SW_ETIME);
+  EXPECT_HUGE_T(sw_breaker_stats_at(b, INT64_MAX, &in));
+}
+
+static void bad_sw_breaker_get_rule(void) {
+  sw_options *o = OPTS({SW_OPT_THRESHOLD, 1});
+  EXPECT(sw_breaker_get_rule(NULL, o), SW_ENULL);
+  EXPECT(sw_breaker_get_rule(breaker_with(NULL), NULL), SW_ENULL);
+}
+
 /* ============================================================ keyed table */
 
 static void free_keyed(void *p) { sw_keyed_free(p); }
@@ -2863,6 +2997,16 @@ typedef struct {
 #define E(f) {#f, bad_##f, (void (*)(void))f}
 
 static const entry table[] = {
+    E(sw_breaker_create),
+    E(sw_breaker_entry),
+    E(sw_breaker_entry_at),
+    E(sw_breaker_exit),
+    E(sw_breaker_exit_at),
+    E(sw_breaker_free),
+    E(sw_breaker_get_rule),
+    E(sw_breaker_open),
+    E(sw_breaker_set_listener),
+    E(sw_breaker_stats_at),
     E(sw_bucket_type_find),
     E(sw_bucket_type_register),
     E(sw_clock_resolution_ns),

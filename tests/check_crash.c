@@ -292,23 +292,6 @@ static int victim(const char *action, const char *seg_name) {
   return 0; /* not killed: the parent reports it */
 }
 
-/* Run a victim in a fresh process (the kill point is read when the library
- * loads) and check that it died at point. */
-static void kill_at(const char *point, const char *action, const char *seg_name) {
-  fflush(stderr);
-  pid_t pid = fork();
-  ck_assert_int_ge(pid, 0);
-  if (pid == 0) {
-    setenv("SW_TEST_KILL_AT", point, 1);
-    execl("/proc/self/exe", "check_crash", "--victim", action, seg_name, (char *)NULL);
-    _exit(99);
-  }
-  int status;
-  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-  ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
-                "victim of %s (%s) was not killed there: status %d", point, action, status);
-}
-
 static sw_segment *segment_new(const char *name, double threshold) {
   sw_options *o;
   ck_ok(sw_options_create(&o));
@@ -328,7 +311,7 @@ START_TEST(test_killed_inside_rule_write) {
   sw_segment *seg = segment_new(name, 10);
   sw_limiter *l;
   ck_ok(sw_registry_get(sw_segment_registry(seg), "a", &l));
-  kill_at("rule-write", "rule", name);
+  sw_test_killed_at("rule-write", "rule", name);
   IN_BOUNDED_CHILD({
     sw_decision d;
     sw_options *got;
@@ -363,7 +346,7 @@ START_TEST(test_killed_inside_registry_insert) {
     sw_registry *r = sw_segment_registry(seg);
     sw_limiter *a;
     ck_ok(sw_registry_get(r, "a", &a));
-    kill_at(points[i], "insert", name);
+    sw_test_killed_at(points[i], "insert", name);
     IN_BOUNDED_CHILD({
       sw_limiter *b, *c;
       sw_decision d;
@@ -395,7 +378,7 @@ START_TEST(test_killed_inside_segment_creation) {
     char name[64];
     snprintf(name, sizeof name, "sw-crash-create-%d", (int)getpid());
     sw_segment_unlink(name);
-    kill_at(points[i], "create", name);
+    sw_test_killed_at(points[i], "create", name);
     sw_segment *seg;
     ck_assert_int_eq(sw_segment_open(&seg, name, 8, NULL, 0), SW_ECORRUPT);
     ck_assert_int_eq(sw_segment_open(&seg, name, 8, NULL, SW_SEGMENT_READONLY), SW_ECORRUPT);

@@ -79,7 +79,8 @@ static sw_limiter *warm_new(int behavior, double threshold, int64_t sec, int64_t
                   (long long)(retry), (long long)(rem), (borrow));                         \
     ck_assert_int_eq(d_->would_block, 0);                                                \
     ck_assert_int_eq(d_->full, 0);                                                 \
-    for (int k_ = 0; k_ < 3; k_++) ck_assert_int_eq(d_->reserved[k_], 0);                 \
+    ck_assert_int_eq(d_->probe, 0); /* a breaker's field */                             \
+    for (int k_ = 0; k_ < 2; k_++) ck_assert_int_eq(d_->reserved[k_], 0);                 \
   } while (0)
 
 #define PASS SW_VERDICT_PASS

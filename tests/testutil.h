@@ -3,7 +3,11 @@
 #define SW_TESTUTIL_H
 
 #include <check.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <sw/sw.h>
 
@@ -37,5 +41,25 @@ static inline int sw_test_run(Suite *s) {
       tcase_add_test(tc_, tests_[i_]);                                      \
     suite_add_tcase(suite, tc_);                                                         \
   } while (0)
+
+/* Run this test program again as a victim, `--victim a [b]` (b may be
+ * NULL), with SW_TEST_KILL_AT=point (read when the library loads), and
+ * check that it died of SIGKILL there. */
+static inline void sw_test_killed_at(const char *point, const char *a, const char *b) {
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    setenv("SW_TEST_KILL_AT", point, 1);
+    execl("/proc/self/exe", "victim", "--victim", a, b, (char *)NULL);
+    _exit(99);
+  }
+  int status;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+                "victim at %s (%s %s) was not killed there: status %d", point, a, b ? b : "",
+                status);
+}
 
 #endif /* SW_TESTUTIL_H */

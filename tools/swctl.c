@@ -8,7 +8,8 @@
  *
  * A keyed table's segment is one resource: its totals, its key counts and
  * its top keys by passes and by blocks (--top N, default 10, at most
- * SWCTL_TOP_MAX); swctl dump adds one JSON line per key.
+ * SWCTL_TOP_MAX); swctl dump adds one JSON line per key. A circuit
+ * breaker's segment shows its state, ratio, probes and transitions.
  *
  * Options of serve and log:
  *   --listen HOST:PORT   where to serve (default 127.0.0.1:9464)
@@ -41,6 +42,10 @@ static void on_signal(int sig) {
 }
 
 static void print_table(swctl *c) {
+  if (c->breaker) {
+    swctl_breaker_print(c, stdout);
+    return;
+  }
   if (c->keyed) {
     swctl_keyed_print(c, stdout);
     return;
@@ -64,6 +69,7 @@ static void print_table(swctl *c) {
 
 static int dump(swctl *c) {
   if (c->keyed) return swctl_keyed_dump(c);
+  if (c->breaker) return swctl_breaker_dump(c);
   swctl_buf b = {0};
   long long unix_ms = (long long)(sw_now_ms() + c->wall_offset);
   for (int i = 0; i < c->nres; i++) {

@@ -66,8 +66,11 @@ typedef struct swctl_keyed {
 } swctl_keyed;
 
 typedef struct swctl {
-  sw_segment *seg;    /* NULL for a keyed table */
+  sw_segment *seg;    /* NULL for a keyed table or a breaker */
   swctl_keyed *keyed; /* NULL for a registry */
+  sw_breaker *breaker; /* a circuit breaker's segment (swctl_breaker.c), else NULL */
+  sw_breaker_info binfo; /* ... read at the last poll, at bnow (monotonic ms) */
+  int64_t bnow;
   const char *segment_name;
   swctl_resource *res;
   int nres, capres;
@@ -87,7 +90,8 @@ typedef struct swctl {
 const char *swctl_rule_name(int64_t grade, int64_t behavior);
 
 /* swctl_collect.c */
-/* A registry segment, or a keyed table (topn keys in its top lists). */
+/* A registry segment, a keyed table (topn keys in its top lists), or a
+ * circuit breaker. */
 int swctl_open(swctl *c, const char *segment, uint32_t topn);
 void swctl_close(swctl *c);
 /* Read every resource: gauges now, and the whole seconds not seen yet. */
@@ -135,6 +139,18 @@ int swctl_can_serve(void);
 
 /* swctl_prom.c (a keyed table's series too) */
 void swctl_prometheus(swctl *c, swctl_buf *b);
+/* A label value escaped (backslash, quote, newline). */
+void swctl_prom_escape(swctl_buf *b, const char *s);
+
+/* swctl_breaker.c: a circuit breaker's segment */
+int swctl_breaker_open(swctl *c, const char *segment);
+void swctl_breaker_close(swctl *c);
+int swctl_breaker_poll(swctl *c);
+void swctl_breaker_print(swctl *c, FILE *out);
+int swctl_breaker_dump(swctl *c);
+/* The breaker's members of a JSON object. */
+void swctl_breaker_json(swctl *c, swctl_buf *b);
+void swctl_breaker_series(swctl *c, swctl_buf *b);
 
 /* swctl_log.c */
 typedef struct swctl_log {

@@ -69,14 +69,16 @@ int swctl_open(swctl *c, const char *segment, uint32_t topn) {
   memset(c, 0, sizeof *c);
   c->segment_name = segment;
   int rc = sw_segment_open(&c->seg, segment, 0, NULL, SW_SEGMENT_READONLY);
-  /* a keyed table is another kind of segment */
-  return rc == SW_ETYPE ? swctl_keyed_open(c, segment, topn) : rc;
+  /* a keyed table and a circuit breaker are other kinds of segment */
+  if (rc == SW_ETYPE) rc = swctl_keyed_open(c, segment, topn);
+  return rc == SW_ETYPE ? swctl_breaker_open(c, segment) : rc;
 }
 
 int swctl_readable(const swctl_resource *r) { return r->lim != NULL || r->keyed != NULL; }
 
 void swctl_close(swctl *c) {
   swctl_keyed_close(c);
+  swctl_breaker_close(c);
   sw_segment_close(c->seg);
   free(c->res);
   free(c->pending);
@@ -146,6 +148,7 @@ void swctl_add_second(swctl *c, int i, const swctl_second *s) {
 
 int swctl_poll(swctl *c) {
   if (c->keyed) return swctl_keyed_poll(c);
+  if (c->breaker) return swctl_breaker_poll(c);
   sw_registry *reg = sw_segment_registry(c->seg);
   uint32_t count = sw_registry_count(reg);
   if ((int)count > c->capres) {

@@ -7,6 +7,12 @@ void swctl_api_series(swctl *c, swctl_buf *b) {
   swctl_json_str(b, c->segment_name);
   swctl_printf(b, ",\"now\":%lld,\"resources\":[", (long long)(sw_now_ms() + c->wall_offset));
   int first = 1;
+  if (c->breaker) {
+    swctl_printf(b, "],\"breaker\":{");
+    swctl_breaker_json(c, b);
+    swctl_printf(b, "}}\n");
+    return;
+  }
   for (int i = 0; i < c->nres; i++) {
     const swctl_resource *r = &c->res[i];
     if (!swctl_readable(r)) continue;

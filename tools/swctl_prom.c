@@ -7,7 +7,7 @@
 #include "swctl.h"
 
 /* A label value: backslash, quote and newline escaped. */
-static void escaped(swctl_buf *b, const char *s) {
+void swctl_prom_escape(swctl_buf *b, const char *s) {
   while (*s) {
     size_t run = strcspn(s, "\\\"\n"); /* copied at once */
     swctl_append(b, s, run);
@@ -23,14 +23,14 @@ static void escaped(swctl_buf *b, const char *s) {
 /* {segment="..",resource="..",key=".."}: resource and key may be NULL. */
 static void label(swctl_buf *b, const char *segment, const char *resource, const char *key) {
   swctl_append(b, "{segment=\"", 10);
-  escaped(b, segment);
+  swctl_prom_escape(b, segment);
   if (resource) {
     swctl_append(b, "\",resource=\"", 12);
-    escaped(b, resource);
+    swctl_prom_escape(b, resource);
   }
   if (key) {
     swctl_append(b, "\",key=\"", 7);
-    escaped(b, key);
+    swctl_prom_escape(b, key);
   }
   swctl_append(b, "\"}", 2);
 }
@@ -150,6 +150,10 @@ static void keyed_series(swctl *c, swctl_buf *b) {
 }
 
 void swctl_prometheus(swctl *c, swctl_buf *b) {
+  if (c->breaker) {
+    swctl_breaker_series(c, b);
+    return;
+  }
   for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
     const family *fa = &families[f];
     if (fa->registry_only && c->keyed) continue;

@@ -20,8 +20,9 @@
 -- own functions (clock, key_name) propagate.
 --
 -- Keyed tables (libsw.keyed: one rule, any number of keys, a few dozen
--- bytes per key) live in libsw/keyed.lua, built on this file's checks when
--- the library is loaded; install both files.
+-- bytes per key) live in libsw/keyed.lua, circuit breakers (libsw.breaker)
+-- in libsw/breaker.lua, built on this file's checks when the library is
+-- loaded; install the three files.
 --
 -- Works in plain LuaJIT and in OpenResty (resty.libsw builds on it).
 
@@ -111,7 +112,8 @@ typedef struct sw_decision {
   int64_t remaining;
   int32_t would_block;
   int32_t full;
-  int64_t reserved[3];
+  int64_t probe;
+  int64_t reserved[2];
 } sw_decision;
 int sw_limiter_create(sw_limiter **out, const sw_options *opts);
 void sw_limiter_free(sw_limiter *l);
@@ -1426,6 +1428,10 @@ local function build(C, path)
     bad_lean = bad_lean, BEHAVIOR_NAMES = BEHAVIOR_NAMES,
     N_MAX = N_MAX, T_MAX = T_MAX,
   })
+  -- circuit breakers (libsw/breaker.lua)
+  require("libsw.breaker")(api, C, {
+    M = M, fail = fail, show = show, errmsg = errmsg, segment_flags = segment_flags,
+  })
   return api
 end
 
@@ -1468,7 +1474,7 @@ local function lazy(name)
     return M[name](...)
   end
 end
-for _, name in ipairs { "limiter", "keyed", "version", "version_hex", "now_ms", "now_ns",
+for _, name in ipairs { "limiter", "keyed", "breaker", "version", "version_hex", "now_ms", "now_ns",
                         "clock_resolution_ns", "strerror", "err_name", "last_error",
                         "unlink_segment", "segment_rule", "user_ids", "clock_use", "geteuid",
                         "getpid" } do

@@ -7,7 +7,9 @@
 #      paths are JIT-compiled;
 #   2. nginx (bindings/lua/t/nginx.lua): Debian's nginx + lua-nginx-module,
 #      2 workers, an exact burst, Retry-After, reloads (state kept / reset),
-#      3000 clients keyed on a request header.
+#      3000 clients keyed on a request header;
+#   3. nginx (bindings/lua/t/breaker_nginx.lua): resty.libsw.breaker in front
+#      of a failing upstream across 2 workers: opens, one probe, closes.
 #
 # Usage: SW_LIB=/path/to/libsw.so sh bindings/lua/run-tests.sh
 # Without SW_LIB it uses _build/plain/libsw/.libs/libsw.so or
@@ -83,6 +85,9 @@ busted --lua=luajit -o utfTerminal bindings/lua/spec || status=1
 
 echo "== nginx integration: bindings/lua/t/nginx.lua"
 luajit bindings/lua/t/nginx.lua || status=1
+
+echo "== nginx integration: bindings/lua/t/breaker_nginx.lua (a failing upstream)"
+luajit bindings/lua/t/breaker_nginx.lua || status=1
 
 if [ "$status" -eq 0 ]; then
   echo "run-tests.sh: all Lua tests passed"

@@ -223,7 +223,10 @@ typedef enum sw_option {
   SW_OPT_SEGMENT_MODE, SW_OPT_SEGMENT_UID, SW_OPT_SEGMENT_GID,
   SW_OPT_CLUSTER, SW_OPT_CLUSTER_LEASE, SW_OPT_CLUSTER_FAILURE, SW_OPT_CLUSTER_NODES,
   SW_OPT_CLUSTER_TIMEOUT_MS, SW_OPT_CLUSTER_RETRY_MS, SW_OPT_CLUSTER_LOW_WATER_PCT,
-  SW_OPT_DRY_RUN, SW_OPT_SEGMENT_MAX_MB, SW_OPT_KEY_BYTES, SW_OPT_KEYED_ON_FULL, ...
+  SW_OPT_DRY_RUN, SW_OPT_SEGMENT_MAX_MB, SW_OPT_KEY_BYTES, SW_OPT_KEYED_ON_FULL,
+  SW_OPT_BREAKER_STRATEGY, SW_OPT_BREAKER_COUNT, SW_OPT_BREAKER_SLOW_RATIO,
+  SW_OPT_BREAKER_TIME_WINDOW_SEC, SW_OPT_BREAKER_MIN_REQUESTS, SW_OPT_BREAKER_STAT_INTERVAL_MS,
+  SW_OPT_BREAKER_SAMPLE_COUNT, SW_OPT_BREAKER_HALF_OPEN_CALLS, SW_OPT_BREAKER_PROBE_TIMEOUT_MS, ...
 } sw_option;
 #define SW_FULL_EVICT ...
 #define SW_FULL_OPEN ...
@@ -412,6 +415,7 @@ typedef struct sw_decision {
   int64_t remaining;
   int32_t would_block;
   int32_t full;
+  int64_t probe;
   ...;
 } sw_decision;
 int sw_limiter_create(sw_limiter **out, const sw_options *opts);
@@ -502,6 +506,48 @@ int sw_keyed_scan_at(const sw_keyed *k, int64_t t, uint64_t *cursor, sw_keyed_ke
                      uint32_t cap);
 int sw_keyed_top_at(const sw_keyed *k, int64_t t, uint32_t by, sw_keyed_key *out, uint32_t n,
                     int64_t *active);
+
+/* circuit breakers (libsw/_breaker.py) */
+typedef struct sw_breaker sw_breaker;
+#define SW_BREAKER_SLOW_RATIO ...
+#define SW_BREAKER_ERROR_RATIO ...
+#define SW_BREAKER_ERROR_COUNT ...
+#define SW_BREAKER_CLOSED ...
+#define SW_BREAKER_OPEN ...
+#define SW_BREAKER_HALF_OPEN ...
+#define SW_EXIT_CANCEL ...
+typedef void (*sw_breaker_listener_fn)(void *user, int32_t from, int32_t to, int64_t t,
+                                       double value);
+typedef struct sw_breaker_info {
+  int32_t state;
+  int32_t strategy;
+  int64_t state_since_ms;
+  int64_t next_probe_ms;
+  int64_t total;
+  int64_t bad;
+  double ratio;
+  int64_t probes_in_flight;
+  int64_t opened;
+  int64_t half_opened;
+  int64_t closed;
+  int64_t reopened;
+  int64_t probes;
+  int64_t probes_lost;
+  int64_t blocked;
+  ...;
+} sw_breaker_info;
+int sw_breaker_create(sw_breaker **out, const sw_options *opts);
+int sw_breaker_open(sw_breaker **out, const char *name, const sw_options *opts, uint32_t flags);
+void sw_breaker_free(sw_breaker *b);
+int sw_breaker_entry(sw_breaker *b, sw_decision *d);
+int sw_breaker_entry_at(sw_breaker *b, int64_t t, sw_decision *d);
+int sw_breaker_exit(sw_breaker *b, const sw_decision *d, int64_t rt_ms, uint32_t flags);
+int sw_breaker_exit_at(sw_breaker *b, int64_t t, const sw_decision *d, int64_t rt_ms,
+                       uint32_t flags);
+int sw_breaker_set_listener(sw_breaker *b, sw_breaker_listener_fn fn, void *user);
+int sw_breaker_stats_at(const sw_breaker *b, int64_t t, sw_breaker_info *out);
+extern "Python" void swpy_breaker_changed(void *user, int32_t from, int32_t to, int64_t t,
+                                          double value);
 
 /* cluster rules (Redis) */
 #define SW_CLUSTER_FALLBACK_LOCAL ...

@@ -175,8 +175,27 @@ typedef enum sw_option {
      SW_OPT_SECOND_INTERVAL_MS */
   SW_OPT_KEY_BYTES = 28,            /* key bytes kept per key, 16..128 (default 16); a longer
                                        key is kept as a 128-bit digest */
-  SW_OPT_KEYED_ON_FULL = 29         /* SW_FULL_*: a new key when no place is free or idle */
+  SW_OPT_KEYED_ON_FULL = 29,        /* SW_FULL_*: a new key when no place is free or idle */
+  /* circuit breaker (sw_breaker_*, docs/breakers.md): Sentinel's DegradeRule */
+  SW_OPT_BREAKER_STRATEGY = 30,     /* SW_BREAKER_SLOW_RATIO (default), _ERROR_RATIO, _ERROR_COUNT */
+  SW_OPT_BREAKER_COUNT = 31,        /* DegradeRule.count: max RT in ms (slow ratio), the error
+                                       ratio 0..1, or the error count; >= 0 (default 0) */
+  SW_OPT_BREAKER_SLOW_RATIO = 32,   /* slowRatioThreshold, 0..1 (default 1) */
+  SW_OPT_BREAKER_TIME_WINDOW_SEC = 33, /* timeWindow: seconds open before a probe, fractional
+                                          allowed, >= 0.001 (default 10) */
+  SW_OPT_BREAKER_MIN_REQUESTS = 34, /* minRequestAmount: fewer completions never open (default 5) */
+  SW_OPT_BREAKER_STAT_INTERVAL_MS = 35, /* statIntervalMs (default 1000) */
+  SW_OPT_BREAKER_SAMPLE_COUNT = 36, /* windows of the stat interval, 1..100 (default 1, as Sentinel) */
+  SW_OPT_BREAKER_HALF_OPEN_CALLS = 37, /* probes let through in half-open, 1..32 (default 1;
+                                          Resilience4j's permittedNumberOfCallsInHalfOpenState) */
+  SW_OPT_BREAKER_PROBE_TIMEOUT_MS = 38 /* a probe not ended within this is lost: another entry
+                                          probes in its place (default 5000) */
 } sw_option;
+
+/* SW_OPT_BREAKER_STRATEGY: Sentinel's DEGRADE_GRADE_* values */
+#define SW_BREAKER_SLOW_RATIO 0  /* DEGRADE_GRADE_RT: slow requests (RT > count ms) / all */
+#define SW_BREAKER_ERROR_RATIO 1 /* DEGRADE_GRADE_EXCEPTION_RATIO: errors / all > count */
+#define SW_BREAKER_ERROR_COUNT 2 /* DEGRADE_GRADE_EXCEPTION_COUNT: errors > count */
 
 /* SW_OPT_KEYED_ON_FULL */
 #define SW_FULL_EVICT 0  /* evict the least recently active key of the new key's places (default) */
@@ -227,6 +246,9 @@ SW_API int sw_plugin_load(const char *path, uint32_t *registered);
 #define SW_TYPE_METRIC "sw.metric"                       /* Sentinel's BucketLeapArray */
 #define SW_TYPE_METRIC_OCCUPIABLE "sw.metric.occupiable" /* OccupiableBucketLeapArray */
 #define SW_TYPE_METRIC_FUTURE "sw.metric.future"         /* FutureBucketLeapArray */
+/* The circuit breakers' buckets (fields "total" and "slow" / "error"). */
+#define SW_TYPE_BREAKER_SLOW "sw.breaker.slow"   /* Sentinel's SlowRequestCounter */
+#define SW_TYPE_BREAKER_ERROR "sw.breaker.error" /* Sentinel's SimpleErrorCounter */
 
 /* -------------------------------------------------------------- leap array */
 
@@ -587,6 +609,8 @@ typedef struct sw_limiter sw_limiter;
 #define SW_ENTRY_NO_EXIT 0x2u     /* no exit will follow: not counted in flight (QPS grade) */
 /* sw_limiter_exit flags */
 #define SW_EXIT_ERROR 0x1u /* the request failed: count an exception */
+#define SW_EXIT_CANCEL 0x2u /* breaker only: the entry did not run (a later check refused it):
+                               nothing is counted, and a probe is given back */
 
 typedef struct sw_decision {
   int32_t verdict;        /* SW_VERDICT_* */
@@ -598,7 +622,9 @@ typedef struct sw_decision {
                              verdict is PASS; the block is counted as WOULD_BLOCK) */
   int32_t full;           /* keyed table: 1 when a new key found no place and
                              SW_OPT_KEYED_ON_FULL open or closed decided; else 0 */
-  int64_t reserved[3];    /* zero */
+  int64_t probe;          /* breaker: nonzero when this entry is a half-open probe (hand the
+                             decision to sw_breaker_exit); else 0 */
+  int64_t reserved[2];    /* zero */
 } sw_decision;
 
 /* A limiter with its own node. Errors: the node's, and for the rule
@@ -954,6 +980,95 @@ SW_API int sw_keyed_scan_at(const sw_keyed *k, int64_t t, uint64_t *cursor, sw_k
  * with a pass or a block in the interval. One pass over the table. */
 SW_API int sw_keyed_top_at(const sw_keyed *k, int64_t t, uint32_t by, sw_keyed_key *out,
                            uint32_t n, int64_t *active);
+
+/* ---------------------------------------------------------------- breaker */
+
+/* A circuit breaker: Sentinel 1.8's degrade rules (docs/breakers.md). The
+ * exits' response times and errors go into a leap array of
+ * SW_OPT_BREAKER_SAMPLE_COUNT windows over SW_OPT_BREAKER_STAT_INTERVAL_MS
+ * (buckets of type sw.breaker.slow or sw.breaker.error); when, at an exit
+ * while CLOSED, at least SW_OPT_BREAKER_MIN_REQUESTS requests completed in
+ * the interval and the strategy's value exceeds SW_OPT_BREAKER_COUNT (the
+ * slow ratio: SW_OPT_BREAKER_SLOW_RATIO, reached when it is 1), the breaker
+ * opens: entries are refused for SW_OPT_BREAKER_TIME_WINDOW_SEC, then the
+ * next entry becomes a probe (HALF_OPEN) and everything else is refused
+ * until the probe ends: a good probe closes the breaker (its windows are
+ * cleared), a bad one opens it again. With SW_OPT_BREAKER_HALF_OPEN_CALLS
+ * N > 1, N probes go through; the first bad one opens it, N good ones
+ * close it. A probe not ended within SW_OPT_BREAKER_PROBE_TIMEOUT_MS (its
+ * process died) is lost, and the next entry probes in its place.
+ * Times are < 2^42 ms (139 years; SW_ETIME otherwise). */
+typedef struct sw_breaker sw_breaker;
+
+#define SW_BREAKER_CLOSED 0
+#define SW_BREAKER_OPEN 1
+#define SW_BREAKER_HALF_OPEN 2
+
+/* A breaker on the heap. Options: SW_OPT_BREAKER_*. Errors: SW_ENULL,
+ * SW_ERANGE (an error ratio count over 1), SW_ESIZE (the interval not a
+ * multiple of the sample count), SW_ENOMEM. */
+SW_API int sw_breaker_create(sw_breaker **out, const sw_options *opts);
+/* One breaker for every process that opens name (a shared segment; name,
+ * flags and errors as sw_segment_open). An existing breaker must have the
+ * same stat interval, sample count and half-open calls (SW_EGEOMETRY); the
+ * rest of its rule is the creator's (SW_SEGMENT_RESET replaces it). A
+ * segment of another kind is SW_ETYPE. */
+SW_API int sw_breaker_open(sw_breaker **out, const char *name, const sw_options *opts,
+                           uint32_t flags);
+/* Free the heap breaker, or unmap the segment (it stays). NULL is a no-op. */
+SW_API void sw_breaker_free(sw_breaker *b);
+
+/* Decide an entry at now / t: PASS (while CLOSED; or as a probe, with
+ * d->probe nonzero), or BLOCK with retry_after_ms: while OPEN the time
+ * until the next probe may go, while HALF_OPEN the time until the earliest
+ * probe's timeout. A pass must be followed by one sw_breaker_exit with the
+ * decision. Thread-safe, across processes too. Errors: SW_ENULL, SW_EPERM
+ * (read-only), SW_ETIME. */
+SW_API int sw_breaker_entry(sw_breaker *b, sw_decision *d);
+SW_API int sw_breaker_entry_at(sw_breaker *b, int64_t t, sw_decision *d);
+/* The end of a passed entry d (NULL: not a probe) after rt_ms: counted in
+ * the windows (slow if rt_ms > the rule's max RT; failed with
+ * SW_EXIT_ERROR), then the state changes the rule asks for. A probe's
+ * result decides the half-open state. With SW_EXIT_CANCEL the entry did
+ * not run: nothing is counted and a probe's place is given back (the next
+ * entry probes). rt_ms in 0..INT32_MAX (SW_ERANGE); flags SW_EXIT_ERROR,
+ * SW_EXIT_CANCEL (SW_EINVAL otherwise). */
+SW_API int sw_breaker_exit(sw_breaker *b, const sw_decision *d, int64_t rt_ms, uint32_t flags);
+SW_API int sw_breaker_exit_at(sw_breaker *b, int64_t t, const sw_decision *d, int64_t rt_ms,
+                              uint32_t flags);
+
+/* State changes: fn(user, from, to, t, value) for each transition this
+ * process makes (SW_BREAKER_* states; value: the ratio or count that
+ * opened it, 1 for a bad probe, else 0), from the thread that made it,
+ * after the change; transitions other processes make are counted in
+ * sw_breaker_info, not called here. NULL fn: none (the default). Set it
+ * before the handle is shared between threads. */
+typedef void (*sw_breaker_listener_fn)(void *user, int32_t from, int32_t to, int64_t t,
+                                       double value);
+SW_API int sw_breaker_set_listener(sw_breaker *b, sw_breaker_listener_fn fn, void *user);
+
+typedef struct sw_breaker_info {
+  int32_t state;           /* SW_BREAKER_* */
+  int32_t strategy;        /* SW_BREAKER_SLOW_RATIO, ... */
+  int64_t state_since_ms;  /* when the current state began */
+  int64_t next_probe_ms;   /* OPEN: when the next probe may go; else -1 */
+  int64_t total;           /* completions in the stat interval ending at t */
+  int64_t bad;             /* ... slow or failed */
+  double ratio;            /* bad / total (0 without completions) */
+  int64_t probes_in_flight; /* HALF_OPEN: probes let through, not ended, not timed out */
+  int64_t opened;          /* transitions CLOSED -> OPEN */
+  int64_t half_opened;     /* OPEN -> HALF_OPEN */
+  int64_t closed;          /* HALF_OPEN -> CLOSED */
+  int64_t reopened;        /* HALF_OPEN -> OPEN (a bad probe) */
+  int64_t probes;          /* probes let through */
+  int64_t probes_lost;     /* ... whose timeout passed before they ended */
+  int64_t blocked;         /* entries refused */
+  int64_t reserved[4];
+} sw_breaker_info;
+/* The state and statistics at t. Thread-safe. */
+SW_API int sw_breaker_stats_at(const sw_breaker *b, int64_t t, sw_breaker_info *out);
+/* The rule (SW_OPT_BREAKER_*) into opts. */
+SW_API int sw_breaker_get_rule(const sw_breaker *b, sw_options *opts);
 
 #ifdef __cplusplus
 }

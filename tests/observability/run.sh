@@ -4,7 +4,8 @@
 # log (values, rolling), the dashboard in headless Chromium (the numbers it
 # shows, and a screenshot), dry-run visible everywhere, and bad input (bad
 # listen address, unreadable segment, a full disk for the log) — with the
-# limiter working throughout; then keyed tables (keyed.sh).
+# limiter working throughout; then keyed tables (keyed.sh) and circuit
+# breakers (breaker.sh).
 # Usage: tests/observability/run.sh BUILD_DIR
 set -eu
 . "$(dirname "$0")/lib.sh"
@@ -170,5 +171,7 @@ grep -q "|steady|" "$work/nomhd/n-metrics.log" || fail "swctl log without libmic
 
 echo "--- keyed tables"
 tests/observability/keyed.sh "$build"
+echo "--- circuit breakers"
+tests/observability/breaker.sh "$build"
 
 echo "observability: all checks passed"

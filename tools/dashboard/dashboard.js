@@ -1,6 +1,7 @@
 // libsw dashboard: per resource, pass / block / would-block / RT per second
 // over the last minute, from /api/series (swctl serve), redrawn every second;
-// for a keyed table also its totals, its keys and its top keys.
+// for a keyed table also its totals, its keys and its top keys; for a
+// circuit breaker's segment its state, ratio, probes and transitions.
 // No library, no build step: canvas and the DOM.
 "use strict";
 
@@ -128,8 +129,47 @@ function draw(canvas, series, now) {
   line("rt", maxRt, COLORS.rt, [1, 2]);
 }
 
+// A circuit breaker's segment: one card, its state and counts now.
+const BREAKER_FIELDS = [["state", "state"], ["requests", "requests"], ["bad", "slow or failed"],
+  ["ratio", "ratio"], ["next_probe_in_ms", "probe in ms"], ["probes_in_flight", "probing"],
+  ["opened", "opened"], ["half_opened", "half-opened"], ["closed", "closed"],
+  ["reopened", "reopened"], ["probes", "probes"], ["probes_lost", "lost probes"],
+  ["blocked", "blocked"]];
+let breakerCard = null;
+
+function renderBreaker(name, b) {
+  if (!breakerCard) {
+    const root = el("div", { class: "res breaker", "data-breaker": name });
+    const h = el("h2", {}, name + " "), rule = el("span", { class: "rule" });
+    h.appendChild(rule);
+    const table = el("table"), head = el("tr"), row = el("tr", { class: "latest" });
+    for (const [field, label] of BREAKER_FIELDS) {
+      head.appendChild(el("th", {}, label));
+      row.appendChild(el("td", { "data-field": field }, "–"));
+    }
+    table.append(head, row);
+    root.append(h, table);
+    document.getElementById("resources").appendChild(root);
+    breakerCard = { root, rule, row };
+  }
+  breakerCard.rule.textContent = "(circuit breaker, " + b.strategy + ")";
+  breakerCard.root.setAttribute("data-state", b.state);
+  for (const td of breakerCard.row.children) {
+    const f = td.getAttribute("data-field");
+    td.textContent = f === "ratio" ? b.ratio.toFixed(3) : String(b[f]);
+    if (f === "state") td.className = b.state === "closed" ? "pass" : b.state === "open" ? "block" : "would";
+  }
+}
+
 function render(data) {
   document.getElementById("segment").textContent = data.segment;
+  if (data.breaker) {
+    document.getElementById("status").textContent =
+      "circuit breaker, updated " + new Date(data.now).toLocaleTimeString();
+    document.body.setAttribute("data-updated", String(data.now));
+    renderBreaker(data.segment, data.breaker);
+    return;
+  }
   document.getElementById("status").textContent =
     data.resources.length + " resources, updated " + new Date(data.now).toLocaleTimeString();
   document.body.setAttribute("data-updated", String(data.now));

@@ -9,13 +9,19 @@ local M = {
   T = 1000000,
 }
 
--- A limiter whose clock is clock.t (returned too; tests move it).
-function M.limiter_at(opts)
+-- make(opts) (libsw.limiter, libsw.breaker, ...) with its clock clock.t
+-- (returned too; tests move it).
+function M.at(make, opts)
   local clock = { t = M.T }
   opts.clock = function() return clock.t end
-  local lim, err = libsw.limiter(opts)
-  assert(lim, err)
-  return lim, clock
+  local obj, err = make(opts)
+  assert(obj, err)
+  return obj, clock
+end
+
+-- A limiter whose clock is clock.t.
+function M.limiter_at(opts)
+  return M.at(libsw.limiter, opts)
 end
 
 return M

@@ -30,12 +30,9 @@
 -- whatever the timing): the first request of each key passes, every other
 -- one in those 10 minutes gets 429.
 
-local here = debug.getinfo(1, "S").source:match("^@(.*)/t/[^/]+$") or "bindings/lua"
-if here:sub(1, 1) ~= "/" then
-  local p = io.popen("pwd")
-  here = p:read("*l") .. "/" .. here
-  p:close()
-end
+local U = dofile((debug.getinfo(1, "S").source:match("^@(.*/t)/[^/]+$") or "bindings/lua/t")
+                 .. "/util.lua")
+local here = U.bindings
 package.path = here .. "/?.lua;" .. package.path
 
 local libsw = assert(require("libsw").load())
@@ -49,60 +46,11 @@ local CLIENTS = 3000  -- distinct X-Client keys
 local AGAIN = 500     -- of them sent again after the reloads
 local TINY_PLACES = 16 -- a keyed table of capacity 12: one bucket of 16 places
 
-local failures, checks = 0, 0
-local function check(cond, fmt, ...)
-  checks = checks + 1
-  local msg = fmt:format(...)
-  if cond then
-    print("ok     " .. msg)
-  else
-    failures = failures + 1
-    print("FAILED " .. msg)
-  end
-  return cond
-end
-
-local function sh(cmd)
-  local p = assert(io.popen(cmd .. " 2>&1"))
-  local out = p:read("*a")
-  p:close()
-  return out
-end
-
-local function sleep(s)
-  os.execute(("sleep %.3f"):format(s))
-end
-
-local function exists(path)
-  local f = io.open(path, "r")
-  if f then f:close() return true end
-  return false
-end
-
-local function read(path)
-  local f = io.open(path, "r")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-
-local function write(path, s)
-  local f = assert(io.open(path, "w"))
-  f:write(s)
-  f:close()
-end
+local check, sh, sleep, exists, read, write = U.check, U.sh, U.sleep, U.exists, U.read, U.write
 
 -- ------------------------------------------------------------------ setup
 
-local modules
-for _, d in ipairs { "/usr/lib/nginx/modules", "/usr/share/nginx/modules" } do
-  if exists(d .. "/ngx_http_lua_module.so") then modules = d break end
-end
-assert(modules, "ngx_http_lua_module.so not found (apt-get install libnginx-mod-http-lua)")
-local resty_core = package.searchpath("resty.core", "/usr/share/lua/5.1/?.lua;/usr/local/share/lua/5.1/?.lua;/usr/local/openresty/lualib/?.lua")
-assert(resty_core, "resty/core.lua not found (apt-get install lua-resty-core)")
-local resty_dir = resty_core:match("^(.*)/resty/core%.lua$")
+local modules, resty_dir = U.nginx_paths()
 
 math.randomseed(os.time() + libsw.getpid())
 local prefix = sh("mktemp -d /tmp/libsw-nginx-XXXXXX"):match("^%S+")
@@ -198,33 +146,14 @@ if rc_ports then
   rc_owner, other = owner_and_other("{fleetrc/~=fleetrc}probe")
   rc_seeds = ("127.0.0.1:%d,127.0.0.1:%d"):format(other, rc_owner)
 end
-local worker_user = root and "nobody" or nil
-local worker_group = root and (exists("/etc/group") and read("/etc/group"):find("\nnogroup:")
-                               and "nogroup" or "nobody") or nil
+local worker_user, worker_group = U.nginx_user(root)
 local port
 
 local function conf(gen, reset)
   local user_opt = worker_user and ('user = "%s", group = "%s", '):format(worker_user, worker_group) or ""
-  return ([[
-load_module MODULES/ndk_http_module.so;
-load_module MODULES/ngx_http_lua_module.so;
-USER_LINE
-daemon off;
-master_process on;
-worker_processes 2;
-error_log PREFIX/logs/error.log notice;
-pid PREFIX/logs/nginx.pid;
-env SW_LIB;
-events { worker_connections 256; }
-http {
-  access_log off;
+  return U.nginx_conf({ modules = modules, resty = resty_dir, prefix = prefix, bindings = here,
+                        user = worker_user, group = worker_group }, ([[
   lua_socket_log_errors off; # Redis down is logged once by resty.libsw, not per connect
-  client_body_temp_path PREFIX/client_body;
-  proxy_temp_path PREFIX/proxy;
-  fastcgi_temp_path PREFIX/fastcgi;
-  uwsgi_temp_path PREFIX/uwsgi;
-  scgi_temp_path PREFIX/scgi;
-  lua_package_path "BINDINGS/?.lua;RESTY/?.lua;;";
   init_by_lua_block {
     assert(require("libsw").load("SWLIB"))
     local limits = require "resty.libsw"
@@ -346,9 +275,7 @@ http {
     }
   }
 }
-]]):gsub("USER_LINE", worker_user and ("user " .. worker_user .. " " .. worker_group .. ";") or "")
-    :gsub("USEROPT", user_opt):gsub("MODULES", modules):gsub("PREFIX", prefix)
-    :gsub("BINDINGS", here):gsub("RESTY", resty_dir):gsub("SWLIB", SW_LIB)
+]]):gsub("USEROPT", user_opt):gsub("PREFIX", prefix):gsub("SWLIB", SW_LIB)
     :gsub("SEG_BURST", SEG.burst):gsub("SEG_PACE", SEG.pace):gsub("SEG_TINY", SEG.tiny)
     :gsub("SEG_QPS", SEG.qps):gsub("SEG_CONC", SEG.conc)
     :gsub("SEG_OPEN", SEG.tinyopen):gsub("SEG_REOPEN", SEG.reopen)
@@ -356,7 +283,7 @@ http {
     :gsub("SEG_FLEET", SEG.fleet):gsub("SEG_CLIENTS", SEG.clients)
     :gsub("FLEET_QPS", tostring(FLEET_QPS)):gsub("REDIS_PORT", tostring(redis_port or 1))
     :gsub("RC_SEEDS", rc_seeds)
-    :gsub("RESET", tostring(reset)):gsub("GEN", tostring(gen)):gsub("PORT", tostring(port))
+    :gsub("RESET", tostring(reset)):gsub("GEN", tostring(gen)):gsub("PORT", tostring(port)))
 end
 
 local CONF = prefix .. "/nginx.conf"
@@ -786,7 +713,7 @@ local ok, err = pcall(function()
   end
 end)
 if not ok then
-  failures = failures + 1
+  U.failures = U.failures + 1
   print("FAILED " .. tostring(err))
 end
 
@@ -812,10 +739,10 @@ check(log:find("limit tiny: keyed table full", 1, true) ~= nil,
       "the full keyed table was logged (on_full = closed)")
 
 for _, s in pairs(SEG) do libsw.unlink_segment(s) end
-if failures == 0 then
+if U.failures == 0 then
   os.execute("rm -rf " .. prefix)
 else
   print("# kept " .. prefix .. " for inspection")
 end
-print(("# %d checks, %d failed"):format(checks, failures))
-os.exit(failures == 0 and 0 or 1)
+print(("# %d checks, %d failed"):format(U.checks, U.failures))
+os.exit(U.failures == 0 and 0 or 1)

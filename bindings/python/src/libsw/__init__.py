@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Union
 
+from ._breaker import BreakerStats, CircuitBreaker, CircuitOpenError
 from ._clock import ManualClock, clock_resolution, now_ms, now_ns, use_clock, use_coarse_clock
 from ._errors import (
     AlreadyExistsError,
@@ -65,6 +66,9 @@ __all__ = [
     "AlreadyExistsError",
     "ArgumentError",
     "BlockedError",
+    "BreakerStats",
+    "CircuitBreaker",
+    "CircuitOpenError",
     "ClosedError",
     "Error",
     "KeyDigest",

@@ -1,0 +1,67 @@
+#!/bin/sh
+# swctl on a circuit breaker's segment (run by run.sh): a breaker with
+# known numbers (breaker_fixture) gives them exactly in list, dump,
+# /metrics (promtool), /api/series and the dashboard (headless Chromium).
+# Usage: tests/observability/breaker.sh BUILD_DIR
+set -eu
+. "$(dirname "$0")/lib.sh"
+make -C "$build" -s tests/observability/breaker_fixture >/dev/null
+seg="swbreaker-$$"
+segs="$seg"
+"$build/tests/observability/breaker_fixture" "$seg" | grep -q "ready verdict=1" ||
+  fail "breaker_fixture did not open its breaker"
+
+echo "--- swctl list: state, counts and transitions"
+"$swctl" list "$seg" > "$work/list.txt"
+cat "$work/list.txt"
+grep -q "^$seg: circuit breaker (error_ratio)$" "$work/list.txt" || fail "list: no title"
+awk 'NR == 3 && $1 == "open" && $2 == 5 && $3 == 3 && $4 == "0.600" && $6 == 1 && $12 == 2 {ok = 1}
+     END {exit !ok}' "$work/list.txt" || fail "list: wrong line"
+
+echo "--- swctl dump: one JSON line"
+"$swctl" dump "$seg" > "$work/dump.json"
+python3 - "$work/dump.json" <<'PY'
+import json, sys
+d = json.loads(open(sys.argv[1]).read())
+want = {"state": "open", "strategy": "error_ratio", "requests": 5, "bad": 3, "opened": 1,
+        "half_opened": 0, "probes": 0, "blocked": 2}
+for k, v in want.items():
+    assert d[k] == v, (k, d[k], v)
+assert 590000 < d["next_probe_in_ms"] <= 600000, d["next_probe_in_ms"]
+PY
+
+echo "--- /metrics and /api/series"
+p=$(port)
+"$swctl" serve "$seg" --listen "127.0.0.1:$p" --seconds 30 2> "$work/serve.err" &
+pids="$pids $!"
+wait_http "http://127.0.0.1:$p/metrics"
+curl -fs "http://127.0.0.1:$p/metrics" > "$work/metrics.txt"
+promtool check metrics < "$work/metrics.txt" || fail "promtool rejected /metrics"
+val() { grep "^$1{segment=\"$seg\"${2:-}}" "$work/metrics.txt" | awk '{print $2}'; }
+[ "$(val libsw_breaker_state ',state="open"')" = 1 ] || fail "state open"
+[ "$(val libsw_breaker_state ',state="closed"')" = 0 ] || fail "state closed"
+[ "$(val libsw_breaker_transitions_total ',transition="closed_to_open"')" = 1 ] || fail "transitions"
+[ "$(val libsw_breaker_requests)" = 5 ] || fail "requests"
+[ "$(val libsw_breaker_bad_requests)" = 3 ] || fail "bad requests"
+[ "$(val libsw_breaker_bad_ratio)" = 0.59999999999999998 ] || fail "ratio: $(val libsw_breaker_bad_ratio)"
+[ "$(val libsw_breaker_blocked_total)" = 2 ] || fail "blocked"
+curl -fs "http://127.0.0.1:$p/api/series" > "$work/series.json"
+python3 -c 'import json,sys; b=json.load(open(sys.argv[1]))["breaker"]; assert b["state"] == "open" and b["bad"] == 3, b' \
+  "$work/series.json"
+
+echo "--- the dashboard shows the breaker (headless Chromium)"
+chrome --dump-dom "http://127.0.0.1:$p/" > "$work/dom.html"
+python3 - "$work/dom.html" "$seg" <<'PY'
+import re, sys
+dom, seg = open(sys.argv[1]).read(), sys.argv[2]
+m = re.search(r'data-breaker="%s"[^>]*data-state="open".*?<tr class="latest"[^>]*>(.*?)</tr>' % re.escape(seg), dom, re.S)
+assert m, "no open breaker card on the dashboard"
+row = dict(re.findall(r'data-field="(\w+)"[^>]*>([^<]*)<', m.group(1)))
+want = {"state": "open", "requests": "5", "bad": "3", "ratio": "0.600", "opened": "1", "blocked": "2"}
+assert all(row[k] == v for k, v in want.items()), row
+assert "(circuit breaker, error_ratio)" in dom
+print("dashboard: breaker", row)
+PY
+chrome --window-size=1200,400 --screenshot="$build/tests/observability/dashboard-breaker.png" \
+  "http://127.0.0.1:$p/" >/dev/null
+echo "breaker: ok"
