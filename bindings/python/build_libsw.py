@@ -206,8 +206,10 @@ const char *sw_version_string(void);
 /* clock */
 #define SW_CLOCK_MONOTONIC ...
 #define SW_CLOCK_MONOTONIC_COARSE ...
+#define SW_CLOCK_DEFAULT ...
 int64_t sw_now_ms(void);
 int64_t sw_now_ns(void);
+int64_t sw_clock_resolution_ns(void);
 int sw_clock_use(uint32_t source);
 
 /* options */
@@ -589,236 +591,51 @@ int sw_cluster_set_log(sw_cluster *c, sw_cluster_log_fn fn, void *user);
 /* Redis down / back up, to logging.getLogger("libsw") (libsw/_cluster.py) */
 extern "Python" void swpy_cluster_log(void *user, int up, const char *server, const char *message);
 
-/* binding glue (the preamble below) */
-#define SWPY_NOT_PASS ...
-int64_t swpy_enter(sw_limiter *l, int64_t n, uint32_t flags);
-int64_t swpy_enter_at(sw_limiter *l, int64_t t, int64_t n, uint32_t flags);
-int swpy_exit(sw_limiter *l, int64_t t0, int64_t n, uint32_t flags);
-int swpy_exit_at(sw_limiter *l, int64_t t, int64_t t0, int64_t n, uint32_t flags);
-sw_decision *swpy_decision(void);
-int swpy_gil_held(void);
-typedef struct swpy_site swpy_site;
-swpy_site *swpy_site_new(sw_limiter *l, uint32_t flags);
-void swpy_site_clear(swpy_site *s);
-void swpy_site_free(swpy_site *s);
-int64_t swpy_enter_site(intptr_t site);
-int64_t swpy_token(intptr_t site, int64_t t0);
-int swpy_exit_ok(int64_t token);
-int swpy_exit_err(int64_t token);
-int64_t swpy_kenter(sw_keyed *k, const char *key, size_t len, int64_t n);
-int64_t swpy_remaining(void);
-int64_t swpy_kenter_at(sw_keyed *k, int64_t t, const char *key, size_t len, int64_t n);
-int swpy_kexit(sw_keyed *k, const char *key, size_t len, int64_t t0, int64_t n, uint32_t flags);
-int swpy_kexit_at(sw_keyed *k, int64_t t, const char *key, size_t len, int64_t t0, int64_t n,
-                  uint32_t flags);
+/* binding glue: swpy.h, appended by glue_cdef() */
 """
 
-# Glue compiled into the module: two calls per limited call (entry, exit), the
-# clock read and the response time computed in C, the decision kept in a
-# thread-local struct so that the fast path allocates nothing and reads no
-# struct field. No statistics logic here: these only call the public API.
-PREAMBLE = r"""
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdlib.h>
+def glue_cdef(path: str) -> str:
+    """The declarations of swpy.h for the cdef: its functions as they are,
+    its SWPY_* constants as `...` (the compiler gives their values), its
+    comments and other preprocessor lines left out."""
+    with open(path, encoding="utf-8") as f:
+        text = re.sub(r"/\*.*?\*/", "", f.read(), flags=re.S)
+    out = []
+    for line in text.splitlines():
+        m = re.match(r"#define (SWPY_\w+) ", line)
+        if m:
+            out.append("#define %s ..." % m.group(1))
+        elif not line.startswith("#"):
+            out.append(line)
+    return "\n".join(out) + "\n"
 
-#include <sw/sw.h>
 
-/* swpy_enter* return value when the verdict is not PASS: the decision
- * (WAIT or BLOCK) is then in swpy_decision(). Error codes are -1..-22. */
-#define SWPY_NOT_PASS (-1000)
+# The binding's glue (swpy.h, swpy.c next to this file): the hot paths' calls
+# with one integer argument each, clock reads and response times in C; and
+# RateLimiter's special methods of `with` and `async with` (swpy_py.c).
+PREAMBLE = '#include "swpy.h"\n'
 
-static _Thread_local sw_decision swpy_tls_decision;
-
-/* Enter now: the entry time (ms, >= 0) on PASS, SWPY_NOT_PASS, or an error. */
-static int64_t swpy_enter_at(sw_limiter *l, int64_t t, int64_t n, uint32_t flags) {
-  int rc = sw_limiter_entry_at(l, t, n, flags, &swpy_tls_decision);
-  if (rc < 0) return rc;
-  return swpy_tls_decision.verdict == SW_VERDICT_PASS ? t : SWPY_NOT_PASS;
-}
-
-static int64_t swpy_enter(sw_limiter *l, int64_t n, uint32_t flags) {
-  return swpy_enter_at(l, sw_now_ms(), n, flags);
-}
-
-/* The response time of an entry admitted at t0 and ending at t, clamped to 0..INT32_MAX. */
-static int64_t swpy_rt(int64_t t, int64_t t0) {
-  int64_t rt = t - t0;
-  return rt < 0 ? 0 : rt > INT32_MAX ? INT32_MAX : rt;
-}
-
-/* Exit at t of an entry admitted at t0. */
-static int swpy_exit_at(sw_limiter *l, int64_t t, int64_t t0, int64_t n, uint32_t flags) {
-  return sw_limiter_exit_at(l, t, swpy_rt(t, t0), n, flags);
-}
-
-static int swpy_exit(sw_limiter *l, int64_t t0, int64_t n, uint32_t flags) {
-  return swpy_exit_at(l, sw_now_ms(), t0, n, flags);
-}
-
-/* The same for a key of a keyed table. Only a plain pass returns t: a new
- * key let through uncounted (full, on_full open) and a dry-run pass that
- * would have blocked are SWPY_NOT_PASS, so that Python reads the decision
- * only then (swpy_remaining() after a plain pass). */
-static int64_t swpy_kenter_at(sw_keyed *k, int64_t t, const char *key, size_t len, int64_t n) {
-  int rc = sw_keyed_entry_at(k, t, key, len, n, 0, &swpy_tls_decision);
-  if (rc < 0) return rc;
-  const sw_decision *d = &swpy_tls_decision;
-  return d->verdict == SW_VERDICT_PASS && !d->full && !d->would_block ? t : SWPY_NOT_PASS;
-}
-
-static int64_t swpy_remaining(void) { return swpy_tls_decision.remaining; }
-
-static int64_t swpy_kenter(sw_keyed *k, const char *key, size_t len, int64_t n) {
-  return swpy_kenter_at(k, sw_now_ms(), key, len, n);
-}
-
-static int swpy_kexit_at(sw_keyed *k, int64_t t, const char *key, size_t len, int64_t t0,
-                         int64_t n, uint32_t flags) {
-  return sw_keyed_exit_at(k, t, key, len, swpy_rt(t, t0), n, flags);
-}
-
-static int swpy_kexit(sw_keyed *k, const char *key, size_t len, int64_t t0, int64_t n,
-                      uint32_t flags) {
-  return swpy_kexit_at(k, sw_now_ms(), key, len, t0, n, flags);
-}
-
-/* The last decision of swpy_enter* on the calling thread. */
-static sw_decision *swpy_decision(void) { return &swpy_tls_decision; }
-
-/* 1 when called with the GIL held: the tests check that calls release it.
- * (Exported by every CPython >= 3.4; declared here because the limited API
- * headers of older versions leave it out.) */
-PyAPI_FUNC(int) PyGILState_Check(void);
-static int swpy_gil_held(void) { return PyGILState_Check(); }
-
-/* ---- the decorator's path: one integer argument per call ----
- * CFFI converts one int argument with METH_O, without building an argument
- * tuple or converting a pointer object: about half the cost of a call with
- * (pointer, int, int). A site holds a limiter and the entry flags; it is
- * passed as its address. An admitted entry returns a token, the address of
- * a record of (limiter, entry time) taken from a per-thread free list, which
- * the exit gives back. */
-typedef struct swpy_site {
-  _Atomic(sw_limiter *) l; /* NULL once the Python object is closed */
-  uint32_t flags;
-} swpy_site;
-
-typedef struct swpy_rec {
-  struct swpy_rec *next;
-  sw_limiter *l;
-  int64_t t0;
-} swpy_rec;
-
-#define SWPY_FREE_MAX 256
-static _Thread_local swpy_rec *swpy_free_list;
-static _Thread_local uint32_t swpy_free_n;
-static _Thread_local int swpy_registered;
-static pthread_key_t swpy_key;
-static pthread_once_t swpy_key_once = PTHREAD_ONCE_INIT;
-
-static void swpy_thread_exit(void *list_head) {
-  swpy_rec *r = *(swpy_rec **)list_head;
-  while (r) {
-    swpy_rec *next = r->next;
-    free(r);
-    r = next;
-  }
-  *(swpy_rec **)list_head = NULL;
-}
-
-static void swpy_key_init(void) { pthread_key_create(&swpy_key, swpy_thread_exit); }
-
-static swpy_site *swpy_site_new(sw_limiter *l, uint32_t flags) {
-  swpy_site *s = malloc(sizeof *s);
-  if (s) {
-    atomic_init(&s->l, l);
-    s->flags = flags;
-  }
-  return s;
-}
-
-static void swpy_site_clear(swpy_site *s) { atomic_store(&s->l, NULL); }
-static void swpy_site_free(swpy_site *s) { free(s); }
-
-static swpy_rec *swpy_rec_get(void) {
-  swpy_rec *r = swpy_free_list;
-  if (r) {
-    swpy_free_list = r->next;
-    swpy_free_n--;
-    return r;
-  }
-  if (!swpy_registered) { /* first use on this thread: free the list at thread exit */
-    swpy_registered = 1;
-    pthread_once(&swpy_key_once, swpy_key_init);
-    pthread_setspecific(swpy_key, &swpy_free_list);
-  }
-  return malloc(sizeof *r);
-}
-
-static void swpy_rec_put(swpy_rec *r) {
-  if (swpy_free_n >= SWPY_FREE_MAX) {
-    free(r);
-    return;
-  }
-  r->next = swpy_free_list;
-  swpy_free_list = r;
-  swpy_free_n++;
-}
-
-/* Enter the site's limiter now with one unit: a token (> 0) when it passes,
- * SWPY_NOT_PASS (the decision in swpy_decision()), or an error code
- * (SW_ENULL once the site was cleared). */
-static int64_t swpy_enter_site(intptr_t site) {
-  swpy_site *s = (swpy_site *)site;
-  sw_limiter *l = atomic_load_explicit(&s->l, memory_order_acquire);
-  swpy_rec *r = swpy_rec_get();
-  if (r == NULL) return SW_ENOMEM;
-  int64_t t = sw_now_ms();
-  int rc = sw_limiter_entry_at(l, t, 1, s->flags, &swpy_tls_decision);
-  if (rc < 0 || swpy_tls_decision.verdict != SW_VERDICT_PASS) {
-    swpy_rec_put(r);
-    return rc < 0 ? rc : SWPY_NOT_PASS;
-  }
-  r->l = l;
-  r->t0 = t;
-  return (int64_t)(intptr_t)r;
-}
-
-/* A token for an entry admitted at t0 by the slow path (after a wait). */
-static int64_t swpy_token(intptr_t site, int64_t t0) {
-  swpy_site *s = (swpy_site *)site;
-  swpy_rec *r = swpy_rec_get();
-  if (r == NULL) return SW_ENOMEM;
-  r->l = atomic_load_explicit(&s->l, memory_order_acquire);
-  r->t0 = t0;
-  return (int64_t)(intptr_t)r;
-}
-
-static int swpy_exit_token(int64_t token, uint32_t flags) {
-  swpy_rec *r = (swpy_rec *)(intptr_t)token;
-  int rc = swpy_exit(r->l, r->t0, 1, flags);
-  swpy_rec_put(r);
-  return rc;
-}
-
-/* The end of an entry: success, or with an exception. */
-static int swpy_exit_ok(int64_t token) { return swpy_exit_token(token, 0); }
-static int swpy_exit_err(int64_t token) { return swpy_exit_token(token, SW_EXIT_ERROR); }
-"""
+# Until swpy.c needed the thread state, the module was built for the limited
+# API (_libsw.abi3.so): a copy left in build/ would go into the wheel too.
+for _old in glob.glob(os.path.join(HERE, "build", "lib*", "libsw", "_libsw.abi3.so")):
+    os.remove(_old)
 
 SRC_DIR = libsw_source_dir()
 VERSION = libsw_version(SRC_DIR)
 GENERATED = generate_version_header(os.path.join(HERE, "build", "generated"), VERSION)
 
 ffibuilder = FFI()
-ffibuilder.cdef(CDEF)
+ffibuilder.cdef(CDEF + glue_cdef(os.path.join(HERE, "swpy.h")))
 ffibuilder.set_source(
     "libsw._libsw",
     PREAMBLE,
-    sources=libsw_sources(SRC_DIR),
-    include_dirs=[GENERATED, SRC_DIR] + [d for f in OPTIONAL for d in f[0]],
-    define_macros=[("SW_BUILDING", None), ("_GNU_SOURCE", None), ("HAVE_CONFIG_H", None)],
+    sources=[os.path.join(HERE, "swpy.c"), os.path.join(HERE, "swpy_py.c")] + libsw_sources(SRC_DIR),
+    include_dirs=[GENERATED, SRC_DIR, HERE] + [d for f in OPTIONAL for d in f[0]],
+    # swpy.c reads a field of the thread state (the current context), which
+    # the limited API hides: the module is built for one CPython version.
+    py_limited_api=False,
+    define_macros=[("SW_BUILDING", None), ("_GNU_SOURCE", None), ("HAVE_CONFIG_H", None),
+                   ("_CFFI_NO_LIMITED_API", None)],
     extra_compile_args=["-std=c11", "-fvisibility=hidden", "-fno-semantic-interposition", "-O2"],
     libraries=["m", "pthread", "dl", "rt"] + [lib for f in OPTIONAL for lib in f[1]],
 )

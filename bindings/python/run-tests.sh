@@ -13,7 +13,7 @@ PY=/usr/bin/python3 # Debian's, whatever python3 comes first in PATH
 unset PYTHONHOME PYTHONPATH PIP_REQUIRE_VIRTUALENV || true
 
 DEBS="python3 python3-venv python3-dev python3-cffi python3-pytest python3-pytest-asyncio \
-python3-hypothesis python3-limits python3-setuptools python3-wheel gcc libc6-dev libjansson-dev pkgconf"
+python3-hypothesis python3-limits python3-greenlet python3-setuptools python3-wheel gcc libc6-dev libjansson-dev pkgconf"
 # libsw.web's tests serve real applications (test_web_servers.py); libsw
 # itself depends on none of these.
 DEBS="$DEBS python3-flask python3-flask-limiter python3-django python3-fastapi python3-starlette \

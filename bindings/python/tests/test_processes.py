@@ -82,22 +82,46 @@ def test_use_after_fork(shm_name, clock):
     assert seg.stats().pass_qps == 5  # the segment is shared
 
 
-def test_use_after_os_fork(clock):
-    lim = libsw.RateLimiter(3, clock=clock)
-    lim.acquire().release()
+def in_os_fork_child(check):
+    """Whether check() is true in a child made by os.fork()."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # child
         try:
-            code = 0 if [bool(lim.try_acquire()) for _ in range(3)] == [True, True, False] else 1
-            os.write(w, b"%d" % code)
+            os.write(w, b"1" if check() else b"0")
         finally:
             os._exit(0)
     os.close(w)
-    assert os.read(r, 8) == b"0"
+    out = os.read(r, 8)
     os.waitpid(pid, 0)
     os.close(r)
+    return out == b"1"
+
+
+def test_use_after_os_fork(clock):
+    lim = libsw.RateLimiter(3, clock=clock)
+    lim.acquire().release()
+    assert in_os_fork_child(lambda: [bool(lim.try_acquire()) for _ in range(3)] == [True, True, False])
     assert lim.stats().pass_qps == 1
+
+
+def test_entries_in_flight_across_os_fork():
+    """A `with` entry and a permit made before fork() end in the parent and,
+    as copies, in the child; the child makes and ends its own."""
+    lim = libsw.RateLimiter(concurrency=10)
+    p = lim.try_acquire()
+
+    def child():
+        with lim:
+            p.release()
+            lim.try_acquire().release()
+        return lim.stats().concurrency == 1  # the with entered before the fork
+
+    with lim:
+        assert in_os_fork_child(child)
+    assert lim.stats().concurrency == 1
+    p.release()
+    assert lim.stats().concurrency == 0
 
 
 def test_heap_limiter_is_not_picklable():

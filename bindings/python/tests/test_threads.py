@@ -146,3 +146,33 @@ def test_keyed_new_keys_from_threads(clock):
                                                        for j in range(5000)))
     assert [sum(r[j] for r in results) for j in range(5000)] == [1] * 5000
     assert lim.keyed_stats().inserted == 5000
+
+
+def test_every_form_from_threads_with_permits_released_elsewhere():
+    """Decorator, with (nested), permits ended by another thread, over one
+    limiter from 8 threads: every entry exits once, in its own thread's
+    records or by its token."""
+    import queue
+
+    lim = libsw.RateLimiter(concurrency=1e9)
+    handoff: "queue.Queue" = queue.Queue()
+    m = 2000
+
+    @lim
+    def call():
+        with lim:
+            pass
+
+    def body(i):
+        if i % 2:  # releases what the others hand off
+            for _ in range(m):
+                handoff.get().release()
+            return
+        for _ in range(m):
+            call()
+            handoff.put(lim.try_acquire())
+
+    run_threads(N_THREADS, body)
+    half = N_THREADS // 2
+    assert lim.stats().concurrency == 0
+    assert lim.minute_metric().success() == half * m * 3

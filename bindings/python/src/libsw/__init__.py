@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Union
 
 from ._breaker import BreakerStats, CircuitBreaker, CircuitOpenError
-from ._clock import ManualClock
+from ._clock import ManualClock, clock_resolution, now_ms, now_ns, use_clock, use_coarse_clock
 from ._errors import (
     AlreadyExistsError,
     ArgumentError,
@@ -41,7 +41,7 @@ from ._errors import (
 )
 from ._keyed import KeyDigest, KeyedStats, KeyLimiter, KeyStats, keys_segments
 from ._libsw import ffi, lib
-from ._limiter import RateLimiter, Stats, now_ms
+from ._limiter import RateLimiter, Stats
 from ._permit import Permit
 from ._rules import FlowRule, RuleWatcher, limiters_from_file, load_rules, parse_rules
 from ._util import to_bytes_name
@@ -61,11 +61,6 @@ def unlink_segment(name: Union[str, bytes]) -> None:
     for keys in keys_segments(seg):
         check(lib.sw_segment_unlink(keys), "unlink_segment")
 
-
-def use_coarse_clock(coarse: bool = True) -> None:
-    """Make libsw's process-wide clock CLOCK_MONOTONIC_COARSE (cheaper, tick
-    resolution) or, with False, CLOCK_MONOTONIC again."""
-    check(lib.sw_clock_use(lib.SW_CLOCK_MONOTONIC_COARSE if coarse else lib.SW_CLOCK_MONOTONIC))
 
 
 __all__ = [
@@ -101,12 +96,15 @@ __all__ = [
     "Stats",
     "Window",
     "bucket_type_fields",
+    "clock_resolution",
     "limiters_from_file",
     "load_plugin",
     "load_rules",
     "now_ms",
+    "now_ns",
     "parse_rules",
     "unlink_segment",
+    "use_clock",
     "use_coarse_clock",
     "version_info",
 ]

@@ -1,9 +1,61 @@
-"""Deterministic time for tests and simulations."""
+"""Time: libsw's process-wide clocks, and a clock for deterministic runs.
+
+libsw reads two clocks (docs/api.md, "Clock"): the window clock places
+requests in windows (now_ms(); CLOCK_MONOTONIC_COARSE by default: a few ns
+a read, one kernel tick of resolution, a few ms behind CLOCK_MONOTONIC), the
+duration clock measures response times and pacing (now_ns();
+CLOCK_MONOTONIC).
+"""
 from __future__ import annotations
 
 import asyncio
 import threading
 from typing import Any, Dict, List
+
+from ._errors import check
+from ._libsw import lib
+
+_SOURCES = {
+    "default": lib.SW_CLOCK_DEFAULT,
+    "monotonic": lib.SW_CLOCK_MONOTONIC,
+    "coarse": lib.SW_CLOCK_MONOTONIC_COARSE,
+}
+
+
+def now_ms() -> int:
+    """The window clock, in milliseconds (by default CLOCK_MONOTONIC_COARSE:
+    it moves by whole kernel ticks, clock_resolution() apart)."""
+    return lib.sw_now_ms()
+
+
+def now_ns() -> int:
+    """The duration clock, in nanoseconds (by default CLOCK_MONOTONIC): what
+    response times and pacing waits are measured with."""
+    return lib.sw_now_ns()
+
+
+def clock_resolution() -> float:
+    """The resolution of now_ms(), in seconds: the kernel tick of the coarse
+    clock (0.004 with HZ=250), 0.001 for the precise clock."""
+    return check(lib.sw_clock_resolution_ns(), "clock_resolution") / 1e9
+
+
+def use_clock(source: str = "default") -> None:
+    """Choose libsw's process-wide clocks: ``"default"`` (windows on
+    CLOCK_MONOTONIC_COARSE, durations on CLOCK_MONOTONIC), ``"monotonic"``
+    (both CLOCK_MONOTONIC) or ``"coarse"`` (both CLOCK_MONOTONIC_COARSE).
+    Processes sharing a segment should use the same."""
+    if source not in _SOURCES:
+        raise ValueError("source=%r is not one of %s" % (source, ", ".join(sorted(_SOURCES))))
+    check(lib.sw_clock_use(_SOURCES[source]), "use_clock")
+
+
+def use_coarse_clock(coarse: bool = True) -> None:
+    """Put both clocks on CLOCK_MONOTONIC_COARSE (durations too: response
+    times and pacing then move by ticks) or, with False, both on
+    CLOCK_MONOTONIC. use_clock("default") restores the default: windows
+    coarse, durations precise."""
+    use_clock("coarse" if coarse else "monotonic")
 
 
 class ManualClock:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional,
 
 from ._errors import ArgumentError, BlockedError, ClosedError, check, error_from_code
 from ._libsw import ffi, lib
-from ._permit import Permit, admitted, refused
+from ._permit import Permit, _Outcome, admitted, refused
 from ._util import new_options, pop_entered, want_int
 from ._wait import new_info, run, run_async, steps
 
@@ -31,6 +31,7 @@ Key = Union[str, bytes]
 KEY_MAX = 65535  # bytes of a key (sw_keyed_entry)
 _ESTATE: int = lib.SW_ESTATE
 _ERANGE: int = lib.SW_ERANGE
+_EXIT_ERROR: int = lib.SW_EXIT_ERROR
 
 # on_full of a keyed table; "allow" is the registry's name for "open".
 ON_FULL = {"evict": lib.SW_FULL_EVICT, "open": lib.SW_FULL_OPEN, "allow": lib.SW_FULL_OPEN,
@@ -285,10 +286,12 @@ class KeyedTable:
         clock = lim._clock
         rc = _kenter(h, kb, len(kb), n) if clock is None else _kenter_at(h, clock(), kb, len(kb), n)
         if rc >= 0:
-            p = admitted(KeyedPermit, lim, n, h, rc, _remaining())
+            p = admitted(KeyedPermit, lim, n, 0, _remaining())
             p._key = key
             p._kb = kb
             p.full = False
+            p._h = h
+            p._t0 = rc
             return p
         info = new_info()
         rc = run(self._steps(lim, key, kb, h, n, rc, block, timeout, info), lim._sleep)
@@ -331,9 +334,9 @@ class KeyedTable:
             return key_error(key, kb, rc)
 
         def end() -> None:  # of an entry whose wait was interrupted
-            KeyedPermit._new(lim, key, kb, n, h, lim._now(), 0, 0.0, False, True).release(error=True)
+            KeyedPermit._new(lim, key, kb, n, h, lim._t0_now(), 0, 0.0, False, True).release(error=True)
 
-        return steps(rc, lambda: self._enter(self.h, clock, kb, n), end, fail, lim._now, key,
+        return steps(rc, lambda: self._enter(self.h, clock, kb, n), end, fail, lim._t0_now, key,
                      lim._blocking if block is None else bool(block), lim._timeout if timeout is None else timeout,
                      info)
 
@@ -399,25 +402,32 @@ class KeyedTable:
         check(lib.sw_keyed_set_dry_run(self.handle(), 1 if on else 0), "set_dry_run")
 
 
-class KeyedPermit(Permit):
+class KeyedPermit(_Outcome):
     """A permit of one key of a keyed table; ``limiter`` is the key's
     :class:`KeyLimiter`, made when asked for. ``full``: the key found no
     place (``on_full="open"`` let it through uncounted, ``"closed"`` refused
-    it)."""
+    it). Its release passes the key to the table (h: the table's handle,
+    None once released)."""
 
-    __slots__ = ("_key", "_kb", "full")
+    __slots__ = ("_key", "_kb", "full", "_h", "_t0")
 
     @property
     def limiter(self) -> "KeyLimiter":
         return KeyLimiter(self._lim, self._key, self._kb)
 
+    @property
+    def active(self) -> bool:
+        return self._h is not None
+
     @staticmethod
     def _new(lim: "RateLimiter", key: Key, kb: bytes, n: int, h: Any, t0: int, remaining: int, waited: float,
              would_block: bool, full: bool) -> "KeyedPermit":
-        p = admitted(KeyedPermit, lim, n, h, t0, remaining, waited, False, would_block)
+        p = admitted(KeyedPermit, lim, n, 0, remaining, waited, False, would_block)
         p._key = key
         p._kb = kb
         p.full = full
+        p._h = h
+        p._t0 = t0
         return p
 
     @staticmethod
@@ -426,11 +436,18 @@ class KeyedPermit(Permit):
         p._key = key
         p._kb = kb if kb is not None else encode_key(key)
         p.full = e.full
+        p._h = None
         return p
 
-    def _end(self, h: Any, flags: int) -> None:
+    def release(self, error: bool = False) -> None:
+        """End the admitted work (once; later calls do nothing)."""
+        h = self._h
+        if h is None:
+            return
+        self._h = None
         kb = self._kb
         clock = self._lim._clock
+        flags = _EXIT_ERROR if error else 0
         if clock is None:
             rc = _kexit(h, kb, len(kb), self._t0, self.n, flags)
         else:
@@ -438,7 +455,6 @@ class KeyedPermit(Permit):
         # a concurrency key let through uncounted (on_full "open") has nothing in flight
         if rc < 0 and not (rc == _ESTATE and self.full):
             raise error_from_code(rc, "release")
-
 
 
 # ------------------------------------------------------------------ view

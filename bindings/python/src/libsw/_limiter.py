@@ -1,9 +1,11 @@
 """RateLimiter: a Sentinel flow rule as a decorator and context manager.
 
-Hot path (decorator): two C calls, swpy_enter and swpy_exit, which read the
-clock, decide, count, and compute the response time in C; the decision is
-kept in a C thread-local struct that Python reads only when the verdict is
-not PASS. Every C call releases the GIL (CFFI API mode).
+Hot path (decorator): two C calls of one integer, swpy_enter_site and
+swpy_exit_ok (swpy.c), which read the clocks, decide, count, and compute the
+response time in C; the decision is kept in a C thread-local struct that
+Python reads only when the verdict is not PASS. Every CFFI call releases the
+GIL (API mode); the fast paths of swpy_py.c (the decorator's calls, with,
+try_acquire, release) hold it.
 
 Handles are cdata objects with destructors (ffi.gc): a call in progress
 holds its handle, so close() on another thread never frees memory under it;
@@ -41,7 +43,7 @@ from ._errors import ArgumentError, BlockedError, ClosedError, check, error_from
 from ._keyed import KeyedTable, KeyLimiter, keys_segment_name
 from ._libsw import ffi, lib
 from ._perkey import PerKey, check_on_full
-from ._permit import Permit, admitted, refused
+from ._permit import Permit, _ClockPermit, _Outcome, admitted, refused
 from ._util import (
     CLOSED,
     UINT32_MAX,
@@ -49,7 +51,6 @@ from ._util import (
     is_int,
     keep_alive,
     new_options,
-    pop_entered,
     seconds_to_ms,
     set_opt,
     to_bytes_name,
@@ -61,6 +62,12 @@ from ._wait import new_info, run, run_async, steps
 
 if TYPE_CHECKING:
     from ._window import Metric
+
+    # The decorator's entry and exits (swpy_py.c, set by swpy_install below):
+    # swpy_enter_site, swpy_exit_ok and swpy_exit_err called with the GIL held.
+    def _decorator_enter(site: int) -> int: ...
+    def _decorator_exit_ok(token: int) -> int: ...
+    def _decorator_exit_err(token: int) -> int: ...
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -91,8 +98,17 @@ _RULE_KEYS = (
     lib.SW_OPT_STRICT,
 )
 
-# `with lim:` keeps (limiter, handle, t0, n, previous) per thread and task.
-_active: "contextvars.ContextVar[Optional[tuple]]" = contextvars.ContextVar("libsw_active", default=None)
+# The fast paths' C calls (swpy.h), each of one integer.
+_with_enter = lib.swpy_with_enter
+_acquire = lib.swpy_acquire_site
+_NO_CONTEXT: int = lib.SWPY_NO_CONTEXT
+_NO_ENTRY: int = lib.SWPY_NO_ENTRY
+_CLOCKED: int = lib.SWPY_CLOCKED
+_ONE = 1  # try_acquire()'s default n, compared by identity (True == 1 is not an n)
+# Set once in a thread that has no contextvars context yet, which makes one:
+# `with` entries are matched to their exits by the context current in the
+# thread (a task's, a greenlet's, the thread's), read in C.
+_context_maker: "contextvars.ContextVar[None]" = contextvars.ContextVar("libsw_context")
 
 
 @dataclass(frozen=True)
@@ -118,6 +134,24 @@ class Stats:
 
     def as_dict(self) -> Dict[str, Any]:
         return asdict(self)
+
+
+class _Site:
+    """A limiter's site (swpy.h): its handle and entry flags in C, named by a
+    small integer n; it holds the handle until it is freed itself."""
+
+    __slots__ = ("n", "h")
+
+    def __init__(self, h: Any, flags: int, clocked: bool) -> None:
+        self.h = h
+        self.n = check(lib.swpy_site_new(h, flags, clocked), "limiter site")
+
+    def clear(self) -> None:
+        """Entries through the site fail with SW_ENULL from now on."""
+        lib.swpy_site_clear(self.n)
+
+    def __del__(self, _free: Any = lib.swpy_site_free) -> None:  # (no global lookups at exit)
+        _free(self.n)
 
 
 class _Root:
@@ -203,6 +237,10 @@ class RateLimiter(PerKey):
     raises and leaves no segment behind.
     """
 
+    # Read by the C methods (swpy_py.c) at their offsets: the site (swpy.h),
+    # and the same for try_acquire's fast path (0 with a custom clock).
+    __slots__ = ("_site_addr", "_fast_site")
+
     # --------------------------------------------------------- construction
 
     def __init__(
@@ -287,12 +325,13 @@ class RateLimiter(PerKey):
         self._blocking = bool(block)
         self._timeout = timeout
         self._clock = clock
+        # t0 of an entry, for its response time: the duration clock, or clock=
+        self._t0_now: Callable[[], int] = lib.sw_now_ns if clock is None else clock
         self._sleep = sleep or _clock_sleep(clock, "sleep", time.sleep)
         self._async_sleep = async_sleep or _clock_sleep(clock, "async_sleep", asyncio.sleep)
         self._flags = _PRIORITIZED if prioritized else 0
         self.name = name
         self._key: Optional[str] = None
-        self._site: Any = None
 
         opts = root.opts = new_options()
         set_opt(opts, lib.SW_OPT_GRADE, lib.SW_GRADE_QPS if qps is not None else lib.SW_GRADE_CONCURRENCY)
@@ -364,6 +403,7 @@ class RateLimiter(PerKey):
                 names = capacity if kopts is None else _DEFAULT_NAMES
             flags = lib.SW_SEGMENT_CREATE | (lib.SW_SEGMENT_RESET if reset else 0)
             self._open_segments(segment, seg_name, bname, names, flags, kopts)
+        self._make_site()
         root.members.append(self)
         if self._cluster is not None:
             self._cluster.add(self._h, resource)
@@ -482,7 +522,7 @@ class RateLimiter(PerKey):
     def _steps(self, h: Any, rc: int, n: int, flags: int, block: bool, timeout: Optional[float],
                info: Optional[list]) -> Any:
         return steps(rc, lambda: self._enter_raw(self._h, n, flags),  # _CLOSED if closed meanwhile
-                     lambda: self._exit(h, self._now(), n, True), self._fail, self._now, self.resource,
+                     lambda: self._exit(h, self._t0_now(), n, True), self._fail, self._t0_now, self.resource,
                      block, timeout, info)
 
     def _slow(self, h: Any, rc: int, n: int, flags: int, block: bool, timeout: Optional[float],
@@ -495,32 +535,36 @@ class RateLimiter(PerKey):
                           timeout: Optional[float], info: Optional[list] = None) -> int:
         return await run_async(self._steps(h, rc, n, flags, block, timeout, info), self._async_sleep)
 
+    def _make_site(self) -> None:
+        """The site of this limiter's handle: its fast paths' one-integer
+        argument (swpy.h), cleared by close(). The site holds the handle, so
+        that entries in flight (`with` records, tokens) exit safely after a
+        close(): the memory goes with the limiter object."""
+        self._site = _Site(self._h, self._flags, self._clock is not None)
+        self._site_addr = self._site.n
+        self._fast_site = 0 if self._clock is not None else self._site_addr  # try_acquire's
+
     def _site_for_wrapper(self) -> Tuple[Any, int]:
-        """This limiter's site (made on first use) and its address: the
-        one-integer handle of the decorator's fast path."""
-        with self._root.lock:
-            h = self._handle()  # ClosedError when closed
-            if self._site is None:
-                site = lib.swpy_site_new(h, self._flags)
-                if site == ffi.NULL:
-                    raise MemoryError("libsw: no memory for a decorator site")
-                self._site = ffi.gc(site, lib.swpy_site_free)
-            return self._site, int(ffi.cast("intptr_t", self._site))
+        """This limiter's site and its address, for a decorator."""
+        self._handle()  # ClosedError when closed
+        return self._site, self._site_addr
 
-    def _slow_token(self, site: int, rc: int, block: bool, timeout: Optional[float]) -> int:
+    @staticmethod
+    def _token(h: Any, t0: int, n: int, remaining: int) -> int:
+        """A token of an entry of h admitted at t0 by a slow path."""
+        tok = lib.swpy_token(h, t0, n, remaining)
+        if tok < 0:
+            raise MemoryError("libsw: no memory for an entry record")
+        return tok
+
+    def _slow_token(self, rc: int, block: bool, timeout: Optional[float]) -> int:
         """The decorator's slow path: a token once admitted."""
-        t0 = self._slow(self._h, rc, 1, self._flags, block, timeout)
-        tok = lib.swpy_token(site, t0)
-        if tok < 0:
-            raise MemoryError("libsw: no memory for an entry record")
-        return tok
+        h = self._h
+        return self._token(h, self._slow(h, rc, 1, self._flags, block, timeout), 1, 0)
 
-    async def _slow_token_async(self, site: int, rc: int, block: bool, timeout: Optional[float]) -> int:
-        t0 = await self._slow_async(self._h, rc, 1, self._flags, block, timeout)
-        tok = lib.swpy_token(site, t0)
-        if tok < 0:
-            raise MemoryError("libsw: no memory for an entry record")
-        return tok
+    async def _slow_token_async(self, rc: int, block: bool, timeout: Optional[float]) -> int:
+        h = self._h
+        return self._token(h, await self._slow_async(h, rc, 1, self._flags, block, timeout), 1, 0)
 
     def _exit(self, h: Any, t0: int, n: int, error: bool) -> None:
         clock = self._clock
@@ -553,16 +597,16 @@ class RateLimiter(PerKey):
         clock = self._clock
         if clock is None:
             site_obj, site = self._site_for_wrapper()
-            enter = lib.swpy_enter_site
-            exit_ok = lib.swpy_exit_ok
-            exit_err = lib.swpy_exit_err
+            enter = _decorator_enter
+            exit_ok = _decorator_exit_ok
+            exit_err = _decorator_exit_err
             slow_token = self._slow_token
 
             @functools.wraps(fn)
             def limited(*args: Any, **kwargs: Any) -> Any:
                 tok = enter(site)
                 if tok < 0:
-                    tok = slow_token(site, tok, block, timeout)
+                    tok = slow_token(tok, block, timeout)
                 try:
                     result = fn(*args, **kwargs)
                 except BaseException:
@@ -603,16 +647,16 @@ class RateLimiter(PerKey):
         timeout = self._timeout
         if self._clock is None:
             site_obj, site = self._site_for_wrapper()
-            enter = lib.swpy_enter_site
-            exit_ok = lib.swpy_exit_ok
-            exit_err = lib.swpy_exit_err
+            enter = _decorator_enter
+            exit_ok = _decorator_exit_ok
+            exit_err = _decorator_exit_err
             slow_token = self._slow_token_async
 
             @functools.wraps(fn)
             async def limited(*args: Any, **kwargs: Any) -> Any:
                 tok = enter(site)
                 if tok < 0:
-                    tok = await slow_token(site, tok, block, timeout)
+                    tok = await slow_token(tok, block, timeout)
                 try:
                     result = await fn(*args, **kwargs)
                 except BaseException:
@@ -645,29 +689,71 @@ class RateLimiter(PerKey):
         return limited
 
     # ------------------------------------------------------ context manager
+    # `with lim:` and `async with lim:` are C methods (swpy_py.c, installed
+    # below the class): an entry is recorded in C with the context current
+    # in the thread (a task's, a greenlet's, the thread's), and the exit ends
+    # the latest entry of this limiter in that context (swpy.h). What is not
+    # a plain pass or a plain exit comes to the methods here.
 
-    def __enter__(self) -> "RateLimiter":
-        h = self._h
-        t0 = self._enter_raw(h, 1, self._flags)
-        if t0 < 0:
-            t0 = self._slow(h, t0, 1, self._flags, self._blocking, self._timeout)
-        _active.set((self, h, t0, _active.get()))
+    if TYPE_CHECKING:
+
+        def __enter__(self) -> "RateLimiter": ...
+
+        def __exit__(self, et: Any, ev: Any, tb: Any) -> None: ...
+
+        async def __aenter__(self) -> "RateLimiter": ...
+
+        async def __aexit__(self, et: Any, ev: Any, tb: Any) -> None: ...
+
+    def _enter_slow(self, rc: int) -> "RateLimiter":
+        """__enter__ after an entry that did not pass at once (rc)."""
+        rc = self._with_retry(rc)
+        if rc:
+            h = self._h
+            self._with_push(h, self._slow(h, rc, 1, self._flags, self._blocking, self._timeout))
         return self
 
-    def __exit__(self, et: Any, ev: Any, tb: Any) -> None:
-        top = pop_entered(_active, self, "RateLimiter")
-        self._exit(top[1], top[2], 1, et is not None)
-
-    async def __aenter__(self) -> "RateLimiter":
-        h = self._h
-        t0 = self._enter_raw(h, 1, self._flags)
-        if t0 < 0:
-            t0 = await self._slow_async(h, t0, 1, self._flags, self._blocking, self._timeout)
-        _active.set((self, h, t0, _active.get()))
+    async def _aenter_slow(self, rc: int) -> "RateLimiter":
+        rc = self._with_retry(rc)
+        if rc:
+            h = self._h
+            self._with_push(h, await self._slow_async(h, rc, 1, self._flags, self._blocking, self._timeout))
         return self
 
-    async def __aexit__(self, et: Any, ev: Any, tb: Any) -> None:
-        self.__exit__(et, ev, tb)
+    def _with_retry(self, rc: int) -> int:
+        """An entry of `with` that did not pass at once: make the thread's
+        context if it has none, enter with the custom clock; 0 once entered,
+        else what the slow path starts from."""
+        site = self._site_addr
+        if rc == _NO_CONTEXT:
+            _context_maker.set(None)  # the thread's context, made once
+            rc = _with_enter(site)
+        if rc == _CLOCKED:
+            t = self._clock()  # type: ignore[misc]
+            rc = lib.swpy_with_enter_at(site, t)
+            if rc == _NO_CONTEXT:
+                _context_maker.set(None)
+                rc = lib.swpy_with_enter_at(site, t)
+        return rc
+
+    def _with_push(self, h: Any, t0: int) -> None:
+        """Record an entry of h the slow path admitted at t0."""
+        rc = lib.swpy_with_push(self._site_addr, h, t0)
+        if rc == _NO_CONTEXT:
+            _context_maker.set(None)
+            rc = lib.swpy_with_push(self._site_addr, h, t0)
+        if rc < 0:
+            self._exit(h, t0, 1, False)
+            raise MemoryError("libsw: no memory for an entry record")
+
+    def _exit_slow(self, rc: int, error: bool) -> None:
+        """__exit__ after an exit that did not end an entry at once (rc)."""
+        if rc == _CLOCKED:
+            rc = lib.swpy_with_exit_at(self._site_addr, self._clock(), _EXIT_ERROR if error else 0)  # type: ignore[misc]
+        if rc == _NO_ENTRY:
+            raise RuntimeError("RateLimiter.__exit__ without a matching __enter__ in this thread or task")
+        if rc < 0:
+            raise error_from_code(rc, "exit")
 
     # --------------------------------------------------------- acquire API
 
@@ -681,10 +767,36 @@ class RateLimiter(PerKey):
             raise ArgumentError("n=%r is outside 0..2147483647" % (n,), lib.SW_ERANGE)
         return cast(int, n)
 
+    def _acquire_first(self, n: object) -> Tuple[Optional[Permit], int, int]:
+        """Enter with n units: (the permit, n, 0) when admitted at once (a
+        plain PASS), else (None, n, the entry's result: its t0 when it
+        passed, a dry run's would-block or a custom clock's pass)."""
+        if n is not _ONE:
+            n = self._check_n(n)
+        site = self._fast_site
+        if not site:
+            return None, cast(int, n), self._enter_raw(self._h, n, self._flags)
+        tok = _acquire(site) if n is _ONE else lib.swpy_acquire_site_n(site, n)
+        if tok <= 0:
+            return None, cast(int, n), tok
+        p = Permit()
+        p._lim = self
+        p.n = cast(int, n)
+        p._tok = tok
+        return p, p.n, 0
+
+    def _waits(self, block: Optional[bool], timeout: Optional[float]) -> Tuple[int, bool, Optional[float]]:
+        """The entry flags, block and timeout of a call (its own, else the limiter's)."""
+        return self._flags, self._blocking if block is None else bool(block), \
+            self._timeout if timeout is None else timeout
+
     def _permit(self, h: Any, n: int, t0: int, info: list) -> Permit:
+        """The permit of an entry of h admitted at t0 (by a slow path, or
+        with a custom clock)."""
         d = lib.swpy_decision()  # this thread's last entry: this one
         remaining = info[1] if info[1] is not None else d.remaining
-        return admitted(Permit, self, n, h, t0, remaining, info[0], info[2], bool(d.would_block))
+        return admitted(_ClockPermit if self._clock is not None else _Outcome, self, n,
+                        self._token(h, t0, n, remaining), remaining, info[0], info[2], bool(d.would_block))
 
     def acquire(self, n: int = 1, *, key: Optional[Union[str, bytes]] = None, block: Optional[bool] = None,
                 timeout: Optional[float] = None) -> Permit:
@@ -692,54 +804,61 @@ class RateLimiter(PerKey):
         or use it in a ``with``). Raises BlockedError when refused, unless
         blocking (this call's ``block``, else the limiter's): then retries
         until ``timeout`` seconds (this call's, else the limiter's)."""
-        if key is not None and self._kt is not None:
-            return self._kt.acquire(self, key, n, block, timeout)
-        lim = self._target(key)
-        n = self._check_n(n)
-        if block is None:
-            block = lim._blocking
-        if timeout is None:
-            timeout = lim._timeout
-        h = lim._h
-        info = new_info()
-        rc = lim._enter_raw(h, n, lim._flags)
-        if rc >= 0:
-            info[1] = lib.swpy_decision().remaining
-        else:
-            rc = lim._slow(h, rc, n, lim._flags, bool(block), timeout, info)
-        return lim._permit(h, n, rc, info)
+        if key is not None:
+            if self._kt is not None:
+                return self._kt.acquire(self, key, n, block, timeout)
+            return self.for_key(key).acquire(n, block=block, timeout=timeout)  # type: ignore[union-attr]
+        p, n, rc = self._acquire_first(n)
+        if p is not None:
+            return p
+        h, info = self._h, new_info()
+        if rc < 0:
+            rc = self._slow(h, rc, n, *self._waits(block, timeout), info)
+        return self._permit(h, n, rc, info)
 
     async def acquire_async(self, n: int = 1, *, key: Optional[Union[str, bytes]] = None,
                             block: Optional[bool] = None, timeout: Optional[float] = None) -> Permit:
         """:meth:`acquire` for coroutines: waits with ``asyncio.sleep``."""
-        if key is not None and self._kt is not None:
-            return await self._kt.acquire_async(self, key, n, block, timeout)
-        lim = self._target(key)
-        n = self._check_n(n)
-        if block is None:
-            block = lim._blocking
-        if timeout is None:
-            timeout = lim._timeout
-        h = lim._h
-        info = new_info()
-        rc = lim._enter_raw(h, n, lim._flags)
-        if rc >= 0:
-            info[1] = lib.swpy_decision().remaining
-        else:
-            rc = await lim._slow_async(h, rc, n, lim._flags, bool(block), timeout, info)
-        return lim._permit(h, n, rc, info)
+        if key is not None:
+            if self._kt is not None:
+                return await self._kt.acquire_async(self, key, n, block, timeout)
+            return await self.for_key(key).acquire_async(n, block=block, timeout=timeout)  # type: ignore[union-attr]
+        p, n, rc = self._acquire_first(n)
+        if p is not None:
+            return p
+        h, info = self._h, new_info()
+        if rc < 0:
+            rc = await self._slow_async(h, rc, n, *self._waits(block, timeout), info)
+        return self._permit(h, n, rc, info)
 
-    def try_acquire(self, n: int = 1, *, key: Optional[Union[str, bytes]] = None) -> Permit:
-        """Enter with n units without raising on a refusal: returns a
-        :class:`Permit`, true when admitted (release it when done), false
-        with ``retry_after`` when refused. An admission that must wait
-        (pacing) is waited for with time.sleep before returning."""
+    if TYPE_CHECKING:
+
+        def try_acquire(self, n: int = 1, *, key: Optional[Union[str, bytes]] = None) -> Permit:
+            """A C method (swpy_py.c): the fast path, else _try_acquire."""
+
+    def _try_acquire(self, n: int = 1, *, key: Optional[Union[str, bytes]] = None) -> Permit:
+        """try_acquire(n=1, *, key=None): enter with n units without raising
+        on a refusal: returns a :class:`Permit`, true when admitted (release
+        it when done), false with ``retry_after`` when refused. An admission
+        that must wait (pacing) is waited for with time.sleep before
+        returning. (try_acquire is a C method for one unit without key=,
+        with this behaviour; the rest comes here.)"""
         if key is not None and self._kt is not None:
             return self._kt.try_acquire(self, key, n)
         try:
             return self.acquire(n, key=key, block=False)
         except BlockedError as e:
-            return refused(Permit, self._target(key), n, e.retry_after, e.remaining)
+            return refused(_Outcome, self._target(key), n, e.retry_after, e.remaining)
+
+    def _try_acquired(self, rc: int) -> Permit:
+        """try_acquire() after an entry of one unit that did not pass at once
+        (rc): waited for (a WAIT verdict), or a false permit."""
+        h = self._h
+        info = new_info()
+        try:
+            return self._permit(h, 1, self._slow(h, rc, 1, self._flags, False, None, info), info)
+        except BlockedError as e:
+            return refused(_Outcome, self, 1, e.retry_after, e.remaining)
 
     async def try_acquire_async(self, n: int = 1, *, key: Optional[Union[str, bytes]] = None) -> Permit:
         """:meth:`try_acquire` for coroutines."""
@@ -748,7 +867,7 @@ class RateLimiter(PerKey):
         try:
             return await self.acquire_async(n, key=key, block=False)
         except BlockedError as e:
-            return refused(Permit, self._target(key), n, e.retry_after, e.remaining)
+            return refused(_Outcome, self._target(key), n, e.retry_after, e.remaining)
 
     # ---------------------------------------------------------- statistics
 
@@ -854,8 +973,7 @@ class RateLimiter(PerKey):
         if self._key is not None:  # a key's limiter: only this handle
             with root.lock:
                 self._h = _CLOSED
-                if self._site is not None:
-                    lib.swpy_site_clear(self._site)
+                self._site.clear()
             return
         with root.lock:
             root.closed = True
@@ -863,8 +981,7 @@ class RateLimiter(PerKey):
                 if m._cluster is not None and m._h is not _CLOSED:
                     m._cluster.remove(m._h)  # before the handle can be freed
                 m._h = _CLOSED
-                if m._site is not None:
-                    lib.swpy_site_clear(m._site)
+                m._site.clear()
             root.members.clear()
             if self._kt is not None:
                 self._kt.close()
@@ -885,11 +1002,10 @@ class RateLimiter(PerKey):
         return (_reopen, (root.init_kwargs, self._key))
 
 
+check(lib.swpy_install(), "RateLimiter's fast paths (swpy_py.c)")
+
+
 def _reopen(kwargs: Dict[str, Any], key: Optional[Union[str, bytes]]) -> Union[RateLimiter, KeyLimiter]:
     lim = RateLimiter(**kwargs)
     return lim if key is None else lim.for_key(key)
 
-
-def now_ms() -> int:
-    """libsw's clock (CLOCK_MONOTONIC), in milliseconds."""
-    return lib.sw_now_ms()

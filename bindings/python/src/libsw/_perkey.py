@@ -114,7 +114,7 @@ class PerKey:
         child.__dict__.update(self.__dict__)
         child._h = h
         child._key = key
-        child._site = None
+        child._make_site()
         self._root.members.append(child)
         return child
 

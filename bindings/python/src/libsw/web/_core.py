@@ -18,8 +18,9 @@ import threading
 import time
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
+from .._clock import now_ms
 from .._errors import BlockedError
-from .._limiter import RateLimiter, now_ms
+from .._limiter import RateLimiter
 from ._keys import KeyFunc, Request, key_function, key_name
 from ._log import Throttle, counters_grown
 from ._rates import DEFAULT_WINDOWS, Rate, parse_rates
