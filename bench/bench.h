@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What every benchmark program shares. */
 #ifndef SW_BENCH_H
 #define SW_BENCH_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Circuit breaker benchmark: ns per operation with the real clock, next to
  * a limiter's entry, 1 or more threads on one breaker.
  * Usage: bench_breaker CASE THREADS OPS

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The clocks: ns per read of each source, and how far the window clock
  * (sw_now_ms, coarse by default) runs behind CLOCK_MONOTONIC.
  * Usage: bench_clock read SOURCE OPS   SOURCE: default | monotonic | coarse | ns

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Core micro-benchmarks: ns/op (wall clock, 1 or more threads) for
  *   add    add PASS to the current window       (sw_metric_add_pass)
  *   sum    read the sliding sum                  (sw_metric_pass)

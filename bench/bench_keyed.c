@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Keyed table benchmarks: ns per entry (wall clock) and, under callgrind,
  * instructions per entry (run_case only: see bench/run.sh).
  *   existing KEYS THREADS OPS [heap|shm|procs]  entries of KEYS existing 4-byte keys, in a

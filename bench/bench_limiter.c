@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Limiter benchmark: ns per entry+exit pair for each behaviour, with the
  * real clock, 1 or more threads on one limiter.
  * Usage: bench_limiter BEHAVIOUR THREADS OPS

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Check-and-count on a heap limiter against the same on a limiter in a
  * shared segment, in 1 or more processes.
  * Usage: bench_segment heap|shm PROCS OPS

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Run the C benchmarks: ns/op (best of 5 runs, 1 and 2 threads) and
 # callgrind instructions/op (1 thread, only the measured loop). The first
 # section prints one line per goal of the hot path (docs/performance.md):

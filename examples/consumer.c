@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The smallest libsw program: a 2 x 500 ms sliding window admitting at most
  * 3 passes per second. Built outside the tree by tests/pkgconfig-consumer.sh
  * with: cc consumer.c $(pkg-config --cflags --libs libsw) */

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The libsw demo: build the library and show it at work.
 set -eu
 cd "$(dirname "$0")/.."

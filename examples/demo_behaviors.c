@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reject, pacing and warm-up side by side: three limiters with the same
  * threshold (20 per second) receive the same simulated traffic, and the
  * table shows, per 100 ms, what each one lets through. Pacing admissions are

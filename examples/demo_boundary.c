@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The seed documents' boundary example, side by side: a limit of 100
  * requests per second, enforced by a fixed one-second window and by libsw's
  * sliding window of two 500 ms windows. Traffic: 20 requests early in the

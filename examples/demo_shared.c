@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One limit shared by processes: four worker processes each try 30000
  * requests against one limiter of 100000 per second in a shared segment,
  * all at once, at one instant. Strict mode makes check-and-count one

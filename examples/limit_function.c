@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A limiter around a function: at most 50 calls per second, paced (evenly
  * spaced, queueing up to 100 ms) — the C equivalent of a rate-limit
  * decorator. Uses the real clock. */

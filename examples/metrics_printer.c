@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Print a node's per-second metrics the way Sentinel's metric log does
  * (timestamp|resource|passQps|blockQps|successQps|exceptionQps|rt|occupiedPassQps),
  * from simulated traffic on a limiter of 5 requests per second. */

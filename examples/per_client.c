@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A limit per client: one keyed table, 10 requests per second per client,
  * room for 100,000 clients at once (125,000 places of 49 bytes). A client whose windows
  * have slid out gives its place to the next new one (reclaimed, nothing

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The admission of a QPS rule, inline: what the limiter's entry runs on
  * every request. The common case (sw__admit_fast) reads the interval once
  * through the window hint; every other case goes to sw__admit_general

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Every allocation of libsw goes through here, so that a program (or a
  * test) can supply its own allocator. Blocks are 64-byte aligned (windows
  * are laid out in cache lines); the caller's malloc need not be. */

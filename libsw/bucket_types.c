@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The bucket-type registry and the plugin loader. Types are copied into a
  * fixed table (SW__REGISTRY_MAX entries) and never removed: arrays may use
  * them for the life of the process. */

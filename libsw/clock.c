@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The process-wide clocks. Windows are placed by sw_now_ms(), durations
  * (pacing, response times) measured by sw_now_ns(). By default the window
  * clock is CLOCK_MONOTONIC_COARSE (a vDSO read of the last tick: about 4 ns,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sw_cluster: the Redis side of cluster rules for C and Python programs. It
  * owns the connections (redis.c) and a refiller thread that, every tick,
  * asks each of its limiters whether it needs a lease call

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Error codes (one X-macro table in <sw/sw.h>) and per-thread detail messages. */
 #include <stdarg.h>
 #include <stdio.h>

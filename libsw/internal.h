@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal helpers shared by the libsw sources (never installed). Internal
  * functions are named sw__* and are hidden by -fvisibility=hidden. */
 #ifndef SW_INTERNAL_H

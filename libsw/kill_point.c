@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Kill points for the crash tests (tests/check_crash.c): with
  * SW_TEST_KILL_AT=point[:n[:stop]] in its environment, a process kills itself
  * with SIGKILL (or stops itself with SIGSTOP) the n-th time (default: the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The leap array: a ring of time windows over a pluggable bucket type
  * (Sentinel's LeapArray). Layout and reset protocol: see leap_array.h. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal layout of a leap array and the inline pieces of its hot path.
  *
  * The ring lives in one position-independent block (offsets only, no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fleet-wide limits: tokens leased from Redis per bucket, admitted locally.
  *
  * Redis holds one hash per resource ("sw:{resource}"): bucket start (Redis

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Flow rules on a node: Sentinel's DefaultController (with prioritized
  * borrowing), RateLimiterController (pacing), WarmUpController and
  * WarmUpRateLimiterController, returning a decision instead of sleeping. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal layout of sw_limiter: a rule and controller state in front of a
  * node, in one position-independent block, so that a limiter can live in a
  * shared segment as well as on the heap:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ArrayMetric: Sentinel's Metric interface over one metric leap array.
  * Reads never write: they select the windows of the interval ending at t by
  * their start, which gives what Sentinel reads after refreshing the current

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal layout of sw_metric, shared with the sliding view. */
 #ifndef SW_METRIC_H
 #define SW_METRIC_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The built-in metric bucket types, expressed through the public vtable:
  *  sw.metric            Sentinel's BucketLeapArray: windows reset to zero;
  *  sw.metric.occupiable OccupiableBucketLeapArray: a window starts with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The metric bucket: Sentinel's MetricBucket (PASS, BLOCK, EXCEPTION, SUCCESS,
  * RT, OCCUPIED_PASS and min RT), striped over cache lines so that threads
  * adding to one window do not fight over one line (Java's LongAdder does the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* StatisticNode: per-second and per-minute metrics plus requests in flight. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal layout of sw_node (Sentinel's StatisticNode), shared with the
  * limiter and the registry. One position-independent block:
  *   header line | concurrency line | second metric block | minute metric block */

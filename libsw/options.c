@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Construction options: keys with bounds and defaults, checked when set. */
 #include <stdlib.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A small Redis (and Redis Cluster) client for the lease refiller (redis.h). */
 #ifdef HAVE_CONFIG_H
 #include "config.h"

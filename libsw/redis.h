@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A small Redis client for the lease refiller, on hiredis in non-blocking
  * mode with poll() deadlines (hiredis 0.14's connect timeout does not bound
  * commands, and SO_RCVTIMEO fires late on a 250 Hz kernel). It speaks to one

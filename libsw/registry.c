@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Limiters by name with a fixed capacity (layout: registry.h). */
 #include <errno.h>
 #include <stdlib.h>

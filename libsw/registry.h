@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal layout of sw_registry: named limiters in one position-independent
  * block, so that the same table serves a process (heap) and a shared segment.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Robust mutexes: the locks of the rare paths (window resets, rule writes,
  * registry inserts). A process that dies holding one leaves it to the next
  * locker, which gets EOWNERDEAD, repairs what the dead one may have left

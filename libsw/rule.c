@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Flow rules: built from options and validated (Sentinel's constructors,
  * warm-up arithmetic included), and stored in a two-copy box (rule.h). */
 #include <string.h>

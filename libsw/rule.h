@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A flow rule (grade, behaviour, threshold and the behaviour's parameters),
  * validated from options, and its storage in shared memory: a box of two
  * copies that readers never wait on. Used by the limiter and the keyed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Flow rules as data: Sentinel's FlowRule JSON list <-> rule options, on
  * jansson (Debian's libjansson-dev, found by configure with pkg-config;
  * without it every function but the list's own returns SW_ENOTSUP).

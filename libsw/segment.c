@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared segments of limiters: a registry (registry.h) in a shared file
  * (shm.h), mapped by every process that attaches (nginx workers, gunicorn
  * workers, C daemons) and updated by all of them. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared files: create exclusively, refuse what is not libsw's, lock with a
  * bounded wait, validate, map (layout and protocol: shm.h). */
 #include <errno.h>

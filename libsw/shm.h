@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared files: the common part of every libsw shared segment (a registry
  * of limiters, a keyed table, a circuit breaker). One position-independent file, mapped by each
  * process that attaches:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sentinel-golang's SlidingWindowMetric: a read-only view with its own
  * (sample_count, interval) over a metric's larger leap array. */
 #include <stdlib.h>

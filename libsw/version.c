@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runtime version of the loaded library. */
 #include "internal.h"
 

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Compare the built library's ABI with the checked-in baseline
 # (tests/abi/libsw.abi, written by abidw from abigail-tools). Incompatible
 # changes fail; compatible ones (added functions) are reported. When a

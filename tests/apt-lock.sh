@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tools/deps.sh waits for another apt or dpkg instead of failing (issue 13,
 # item 9). As root on Debian: sh tests/apt-lock.sh
 #

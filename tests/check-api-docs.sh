@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Every exported function and every public SW_* macro of <sw/sw.h> must be
 # described in docs/api.md: a public name nobody can look up is a bug.
 set -eu

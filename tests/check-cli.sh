@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # swctl's conventions and the manual pages (part of make check):
 # --help / --version / help COMMAND / COMMAND --help exit 0 on stdout,
 # usage errors exit 2 and runtime errors 1 on stderr, and `man -l` renders

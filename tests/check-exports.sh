@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The library must export exactly the sw_* functions listed in
 # tests/exported-symbols.txt (one per line, sorted). After adding a public
 # function, regenerate the list with:

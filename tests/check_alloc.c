@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Allocation failure: an allocator that fails the k-th allocation, for every
  * k in turn. Every call must report SW_ENOMEM (or succeed), and once the
  * scenario has freed what it got, no allocation may be left. */

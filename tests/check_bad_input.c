@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The bad input catalogue: every exported function of libsw, called with bad
  * input, with the exact result each must give.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Circuit breakers with explicit time: ports of Sentinel's
  * ResponseTimeCircuitBreakerTest, ExceptionCircuitBreakerTest and
  * CircuitBreakingIntegrationTest and of sentinel-golang's

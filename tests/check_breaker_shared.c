@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Circuit breakers shared by processes and threads: one breaker in a
  * segment for every process; four processes on a failing upstream all see
  * it open within one stat interval; exactly one probe goes through in

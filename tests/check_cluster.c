@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Cluster rules on Redis (issue 8):
  *  - the lease logic with fake replies (no Redis): first call and its claim,
  *    apply and entries, low water, a spent bucket, prefetch of the next

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Concurrency: exact counts with no lock on the hot path, one reset per
  * window start, and no window ever visible with another window's contents.
  * Meant to run under ThreadSanitizer as well (see .ci/run). Iterations scale

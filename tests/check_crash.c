@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Crash safety: processes killed with SIGKILL at any point — including in
  * the middle of a window reset, a rule write, a registry insert or a
  * segment's creation — never stall the others nor corrupt counts.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Errors, version, options and the clock. */
 #define _GNU_SOURCE
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The hot path (libsw/admit.h, the window hint, the clocks, the stripes):
  *  - the reject rule's decisions equal a plain model of Sentinel's rule over
  *    random geometries, thresholds, sizes and times, in both admission modes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Keyed tables (sw_keyed_*): exact per-key decisions at explicit times for
  * each kind of rule, idle keys reclaimed with nothing lost, the full-table
  * policies, long keys, inspection, errors, and threads entering keys while

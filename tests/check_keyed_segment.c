@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Keyed tables in shared segments: processes sharing every key exactly,
  * strict per key across processes, read-only attaches, a million keys in a
  * sparse file, and processes killed anywhere — at random, and at exact

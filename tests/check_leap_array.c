@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The leap array (sw_leap_array_*): Sentinel's LeapArray and sentinel-golang's
  * leapArray, ported scenario by scenario, plus libsw's own edge cases.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Flow-rule limiters (sw_limiter_*): exact decisions at explicit times for
  * each behaviour, the strict / fast admission modes under threads, rules
  * changed at run time and every invalid input.

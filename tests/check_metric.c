@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ArrayMetric (sw_metric_*): Java's ArrayMetricTest and sentinel-golang's
  * bucket_leap_array_test / metric_bucket_test, ported with explicit times,
  * plus every function's edge cases. T = 1600000000123 stands for the real

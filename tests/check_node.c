@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* StatisticNode (sw_node_*): rates over the per-second array, totals over the
  * per-minute array, concurrency, borrowing (waiting, add_occupied_pass,
  * tryOccupyNext), metric export and construction errors. Explicit time only.

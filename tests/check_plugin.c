@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The bucket-type registry and the plugin loader. */
 #include <stdio.h>
 #include <string.h>

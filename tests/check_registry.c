@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Named limiters (sw_registry_*): creation on first use, lookups, names,
  * a fixed capacity with no eviction, creation order, the registry's rule as
  * every limiter's starting rule, and concurrent creation of one name

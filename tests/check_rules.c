@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Rules as data (libsw/rules.c): Sentinel's FlowRule JSON list parsed into
  * rule options and written back in the canonical form; a bad list refused
  * whole, naming the rule and the field. And SW_SEGMENT_ATTACH, which

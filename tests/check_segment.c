@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared segments (sw_segment_*): attaching from several handles and
  * processes, exact counts and the strict threshold across processes, the
  * geometry check, every kind of bad file (never a crash), the lifecycle

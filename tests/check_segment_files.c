@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Hostile files under a segment's name: a name another user took first, a
  * non-libsw file whose first bytes are zero, FIFOs, devices, symbolic
  * links, "." and "..", a process that holds the file's lock, segments

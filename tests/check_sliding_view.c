@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The sliding view (sw_sliding_view_*): sentinel-golang's SlidingWindowMetric,
  * a read-only (sample_count, interval) view over a metric's larger array.
  * Ports sliding_window_metric_test.go with explicit times; where Go used

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The built-in bucket types: sw.metric (Sentinel's BucketLeapArray),
  * sw.metric.future (FutureBucketLeapArray) and sw.metric.occupiable
  * (OccupiableBucketLeapArray, reached through sw_metric with

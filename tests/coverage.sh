@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Line coverage of libsw/ by the C suite, with gcovr.
 # Usage: tests/coverage.sh [BUILD_DIR] (default _build/coverage)
 set -eu

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Install libsw into a temporary prefix and build a program outside the tree
 # with `cc prog.c $(pkg-config --cflags --libs libsw)`, then run it.
 set -eu

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Redis servers for the tests: a redis-server (Debian's /usr/bin/redis-server)
  * or a 3-master Redis Cluster on 127.0.0.1 high ports, without persistence,
  * started with fork + exec and stopped by PID.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Every libsw test, as README.md gives it: the C suite (plain, ASan+UBSan,
 # ThreadSanitizer, valgrind), the fuzzer against the reference model, the
 # ABI check, make distcheck, an out-of-tree pkg-config consumer, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers of the shared-segment tests (check_segment.c, check_segment_files.c):
  * names under the runner's pid, opening and refusing, file bytes, child
  * processes, and the cleanup of whatever a failed test left behind. */

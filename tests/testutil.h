@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared helpers of the Check test programs. */
 #ifndef SW_TESTUTIL_H
 #define SW_TESTUTIL_H

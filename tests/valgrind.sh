@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Run the unit test programs under valgrind memcheck: any error or leak fails.
 # Usage: tests/valgrind.sh BUILD_DIR
 set -eu

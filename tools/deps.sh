@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by the top-level scripts: install the Debian packages a step needs
 # when they are missing (as root on Debian 12; otherwise say what to install).
 sw_need() {

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Write a C file that holds the dashboard's files, so that swctl serves them
 # from the repository with nothing to install: embed.sh OUT FILE...
 set -eu

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* swctl: look into libsw shared segments. The commands, their options and
  * the exit codes are in the help texts below (swctl --help, swctl help
  * COMMAND) and in swctl(1) (man/swctl.1); docs/observability.md and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* swctl's parts: reading a segment and the poll loop (swctl_collect.c),
  * a keyed table read as one resource (swctl_keyed.c) and shown
  * (swctl_keyed_show.c),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A circuit breaker's segment in swctl: its state, the stat interval's
  * completions and ratio, its probes and transitions — shown (list, top),
  * as a JSON line (dump), as Prometheus series (serve), and in the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reading a segment: gauges of every resource, and each whole second of its
  * per-minute array folded once into totals and a short history; and the
  * loop that does it once a second. */

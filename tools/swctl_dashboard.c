@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The dashboard's data: /api/series, every resource's last minute (and a
  * keyed table's totals, keys and top keys), of one segment or a chain. */
 #include <math.h>

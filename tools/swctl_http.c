@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* swctl serve's HTTP side, on GNU libmicrohttpd (Debian's libmicrohttpd-dev):
  * the library parses requests, answers malformed ones (4xx) and runs every
  * connection on its own thread with non-blocking sockets, so an idle or a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A keyed table read as one resource: its rule and totals (since the table
  * was created: a keyed table keeps no history per second) and its key
  * counts, read at each poll; its top keys, from a streaming pass over the

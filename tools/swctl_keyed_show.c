@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A keyed table shown as one resource: swctl list / top (text), its JSON
  * object (swctl dump's first line, the dashboard's data), and swctl dump's
  * line per key. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Sentinel's metric log: one line per resource and second,
  *   timestamp|resource|passQps|blockQps|successQps|exceptionQps|rt|occupiedPassQps|concurrency|classification
  * (rt: the average; classification: 0) followed by libsw's wouldBlockQps,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Finding segments: swctl ls (every libsw segment of a directory, known by
  * its header's magic: sw_segment_probe), and the SEGMENT arguments of the
  * other commands — names, paths, globs, --all. */

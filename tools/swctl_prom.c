@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Prometheus text exposition (format 0.0.4) of one segment or of a
  * chain of them (swctl serve A B, --all): each family once, with the
  * series of every segment, labelled by segment and resource. Counters of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* swctl rules: a segment's flow rules as Sentinel's FlowRule JSON (get),
  * changed live from a file (apply), or a file checked (check).
  *

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- The hot loop of the Lua binding, for `luajit -jv` / `-jdump` and timing:
 --   SW_LIB=.../libsw.so luajit -jv bench/lua/jit_loop.lua [iterations]
 -- Runs entry+exit on a single limiter, a registry-backed limiter (per key),

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Memory of a per-client keyed table in a segment, as docs/openresty.md's
 -- nginx.conf defines it (qps = 10, capacity = 100000, 16-byte keys):
 --   SW_LIB=.../libsw.so luajit bench/lua/keyed_memory.lua [capacity]

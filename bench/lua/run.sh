@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Cost of resty.libsw per request in nginx, against an empty access_by_lua
 # handler and against nginx's own limit_req.
 #

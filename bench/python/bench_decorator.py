@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Per-call cost of each form of a libsw limiter (decorator, `with`,
 try_acquire + release, async decorator, `async with`) against an
 undecorated call, and of the decorator against the `limits` package (fixed

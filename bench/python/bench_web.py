@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """libsw.web's cost per request, and what sharing limits across workers
 changes. Prints numbers; asserts nothing (tests live in bindings/python/tests).
 

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Per-call cost of each form of a libsw limiter in Python — the decorator,
 # `with lim:`, try_acquire() + release(), the async decorator, `async with
 # lim:` — against an undecorated call; of the decorator against

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # libsw.web's cost per request (bench/python/bench_web.py): time in one
 # process (best of runs), instructions per request with callgrind (each
 # mode run with CALLS requests and with 0, the difference / CALLS), and the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The trivial endpoint bench_web.py measures, with the limiter named by
 $LIMITER: none, libsw (libsw.web on a shared segment), flask-limiter
 (Flask-Limiter, memory:// storage: each process its own counts). Flask

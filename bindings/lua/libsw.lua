@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- libsw: LuaJIT FFI binding of libsw (Sentinel-style sliding-window limiters).
 --
 --   local libsw = require "libsw"          -- finds libsw.so (see libsw.load)

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Tests of the Lua binding and the OpenResty helper:
 #   1. busted specs in plain LuaJIT (bindings/lua/spec): module API, exact
 #      pass/block sequences on an injected clock, errors, per-key registry,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """CFFI builder of libsw._libsw (out-of-line API mode).
 
 The C core of libsw (libsw/*.c of the repository) is compiled into the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Build, install and test the libsw Python binding, offline, on Debian 12.
 #   bindings/python/run-tests.sh [pytest arguments]
 # Installs the Debian packages it needs when they are missing (as root), makes

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Build of the libsw Python package: the C core is compiled into libsw._libsw
 through CFFI (out-of-line API mode); see build_libsw.py."""
 import cffi  # noqa: F401  (first: a missing cffi must fail loudly, not half-build)

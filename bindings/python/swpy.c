@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Python binding's glue: see swpy.h. Compiled into libsw._libsw with the
  * full (not the limited) Python API, for one field: the current context of
  * a thread state, which tells asyncio tasks and greenlets apart. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Python binding's glue (swpy.c): the calls of the binding's hot paths,
  * each taking one integer where it can (a single argument is converted
  * without building an argument tuple), with the clock reads, the response

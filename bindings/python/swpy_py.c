@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fast paths of every form of a limiter, written against the Python C
  * API and installed by swpy_install() (libsw/_limiter.py calls it once):
  * RateLimiter's __enter__, __exit__, __aenter__, __aexit__ and

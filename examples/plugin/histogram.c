@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A latency histogram bucket for libsw: a template plugin meant to be copied.
  *
  * Every window of a leap array of this type counts response times in

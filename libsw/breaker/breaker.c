@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Circuit breakers: their block (breaker.h), on the heap or in a shared
  * segment of their own kind, and what reads it (stats, rule). The entry
  * and exit and every transition are in entry.c. */

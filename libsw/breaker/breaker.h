@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal layout of sw_breaker: the state machine of Sentinel's circuit
  * breakers in one position-independent block, on the heap or in a shared
  * segment (one breaker for every process that maps it):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The circuit breakers' bucket types, written as any plugin writes one: this
  * file includes only <sw/plugin.h> and fills two sw_bucket_type vtables
  * (the steps of examples/plugin/histogram.c). libsw registers them at start

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A circuit breaker's hot path: the entry, the exit and every transition
  * (the protocol is in breaker.h). Sentinel's AbstractCircuitBreaker,
  * ResponseTimeCircuitBreaker and ExceptionCircuitBreaker, with the state

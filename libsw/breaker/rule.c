@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A breaker's rule: Sentinel's DegradeRule from options, validated as
  * DegradeRuleManager.isValidRule does, each refusal naming its value. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Keyed entries and exits: the table's rule applied to one key's words,
  * each decision one CAS on one word (keyed.h). */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reading a keyed table: its totals, one key, every key (streaming) and
  * the top keys — without a lock, in bounded memory (keyed.h). */
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal layout of a keyed table: one rule, any number of keys, a few
  * dozen bytes per key, in one position-independent block (heap or shared
  * segment).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The keyed table: layout, creation (heap or shared segment), keys and their
  * places — lookups without a lock, inserts that reclaim idle keys or evict
  * the least recently active one (layout and protocol: keyed.h). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* <sw/plugin.h>: the bucket-type ABI of libsw.
  *
  * A leap array is a ring of time windows; what a window holds (its "bucket")

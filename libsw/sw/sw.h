@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* <sw/sw.h>: libsw, Sentinel-style sliding-window statistics.
  *
  * Conventions (see docs/api.md for the full reference):

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Runs the marked code blocks of README.md and docs/*.md as written.
 
 A block is marked by an HTML comment on the line before its fence (other

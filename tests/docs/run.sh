@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Every marked code block of README.md and docs/*.md, run as written, in the
 # order a reader follows them: README.md's build, install and Python steps in
 # a fresh copy of the tree, then each page (tests/docs/doctest.py; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer harness: the same operation sequence on libsw's sw_metric and on
  * the model of model.h; any difference aborts.
  *

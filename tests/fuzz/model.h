@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A small, obviously correct model of libsw's metric leap arrays (Bucket and
  * Occupiable with its Future array): plain structs, no concurrency, no
  * striping, no double buffering. The fuzzer drives it and the real library

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Build the libFuzzer harness (clang, -fsanitize=fuzzer,address,undefined)
 # against the library sources and run it on the seed corpus for SECONDS
 # (default 30). New inputs go to a scratch corpus, not the repository.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Mutation check of the C suite: apply each one-line mutant of
 tests/mutation/mutants.txt to a scratch copy of the tree, rebuild, and run
 the Check programs (fastest first, stopping at the first failure). A mutant

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # swctl on a circuit breaker's segment (run by run.sh): a breaker with
 # known numbers (breaker_fixture) gives them exactly in list, dump,
 # /metrics (promtool), /api/series and the dashboard (headless Chromium).

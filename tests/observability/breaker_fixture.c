@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A circuit breaker with known numbers for tests/observability/breaker.sh:
  * error ratio over 50% of at least 4 completions in a day-long interval,
  * open for 10 minutes. 2 good and 3 failed calls open it (3 of 5), then 2

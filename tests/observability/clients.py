@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Hostile clients for `swctl serve` (tests/observability/run.sh).
 
     clients.py idle PORT N               N idle connections, then GET /metrics

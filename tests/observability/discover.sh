@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Finding segments (run by run.sh): swctl ls lists the libsw segments of
 # /dev/shm and of given directories by their header — kind, capacity, names
 # or keys in use, creator, layout — and nothing else; list, top and dump

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # One exporter for a host (run by run.sh): swctl serve with several
 # segments and with --all exports them on one port, each series labelled by
 # its segment, and passes promtool; a segment created later is exported

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A segment with known traffic for the observability tests:
  *   api    threshold 10: in the second that ended two seconds ago,
  *          12 entries -> 10 pass, 2 block; 10 exits, RT 20 ms, 3 of them failing

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # swctl on keyed tables (run by run.sh): a table with known keys at an
 # explicit time (keyed_fixture exact) gives exact numbers in list, dump,
 # /metrics (promtool), /api/series, the dashboard (headless Chromium) and

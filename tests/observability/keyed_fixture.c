@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Keyed tables with known contents for tests/observability/keyed.sh:
  *
  *   keyed_fixture NAME exact [TRIGGER]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by tests/observability/*.sh, first: the build directory ($1),
 # the tree (the current directory), the packages every check needs, swctl
 # built, and what the checks share. At exit, the processes in $pids are

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Rules as data (run by run.sh): swctl rules get / apply / check with
 # Sentinel's FlowRule JSON — the examples of Sentinel's file data source and
 # of its dashboard load unchanged; a round trip is byte-identical; bad JSON

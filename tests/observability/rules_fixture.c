@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Traffic for tests/observability/rules.sh: a live rule change under load.
  *
  *   rules_fixture SEGMENT create       a segment (capacity 4) with "hot",

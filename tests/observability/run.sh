@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Observability, end to end: swctl serve on a segment with known traffic
 # (fixture.c). Checks /metrics with promtool and by value, Sentinel's metric
 # log (values, rolling), the dashboard in headless Chromium (the numbers it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Deliberately broken plugins for tests/check_plugin.c, one per build flag:
  *  BAD_MAJOR     a vtable built for ABI major 2;
  *  SMALL_STRUCT  a struct_size below SW_BUCKET_TYPE_MIN_SIZE;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libsw dashboard: per resource, pass / block / would-block / RT per second
 // over the last minute, from /api/series (swctl serve), redrawn every second;
 // for a keyed table also its totals, its keys and its top keys; for a

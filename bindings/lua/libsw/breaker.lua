@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- libsw.breaker: circuit breakers in the LuaJIT binding — Sentinel's degrade
 -- rules (docs/breakers.md).
 --

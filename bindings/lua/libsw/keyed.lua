@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- libsw.keyed: keyed tables in the LuaJIT binding — one rule, any number of
 -- keys, a few dozen bytes per key (docs/api.md, "Keyed tables").
 --

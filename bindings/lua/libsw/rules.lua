@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- libsw.rules: flow rules as Sentinel's FlowRule JSON in the LuaJIT binding
 -- (docs/rules.md), parsed and checked by the C library (sw_rules_parse, on
 -- jansson): the same fields, the same checks and messages as swctl rules.

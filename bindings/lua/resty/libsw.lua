@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- resty.libsw: libsw limiters for OpenResty / nginx + lua-nginx-module.
 --
 --   init_by_lua_block {

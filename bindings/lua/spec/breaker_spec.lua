@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- libsw.breaker on an injected clock (plain LuaJIT): Sentinel's transitions
 -- with exact times, probes, errors returned (never raised), and one
 -- breaker for two handles on a segment. nginx: t/breaker_nginx.lua.

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Dry-run rules and cluster leases through the LuaJIT binding (plain
 -- LuaJIT, no Redis: the lease replies are made up here, as a refiller would
 -- receive them).

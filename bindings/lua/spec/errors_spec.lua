@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Bad arguments: every public function of libsw and resty.libsw returns
 -- nil, a message naming the argument and the value passed, and the
 -- negative sw_err code — it never raises a Lua error, never truncates a

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- libsw.keyed: one rule, any number of keys, on an injected clock (plain
 -- LuaJIT). Bad arguments: errors_spec.lua; two processes: segment_spec.lua;
 -- the JIT: libsw_spec.lua.

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Unit tests of the LuaJIT binding (plain LuaJIT, no nginx):
 --   SW_LIB=/path/libsw.so busted --lua=luajit bindings/lua/spec
 local here = debug.getinfo(1, "S").source:match("^@(.*)/spec/[^/]+$") or "bindings/lua"

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- resty.libsw in plain LuaJIT, with a stand-in for the ngx API (the real
 -- nginx run is bindings/lua/t/nginx.lua).
 local here = debug.getinfo(1, "S").source:match("^@(.*)/spec/[^/]+$") or "bindings/lua"

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Rules as data in Lua: libsw.parse_rules / load_rules (Sentinel's FlowRule
 -- JSON, checked by the C library) and resty.libsw's define_from_file and
 -- reload_rules (the watcher's step), with a stand-in ngx.

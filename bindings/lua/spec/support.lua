@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Shared by the specs (not a spec itself): the loaded binding and limiters
 -- on an injected clock.
 local libsw = assert(require("libsw").load())

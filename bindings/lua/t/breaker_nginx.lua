@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- resty.libsw.breaker in Debian's nginx (2 workers) in front of a failing
 -- upstream (a server block of the same nginx answering 500 and counting
 -- its hits in a shared dict):

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Integration test of resty.libsw in Debian's nginx with lua-nginx-module:
 --   SW_LIB=/abs/path/libsw.so luajit bindings/lua/t/nginx.lua
 --

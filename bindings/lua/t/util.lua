@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Helpers of the nginx integration tests (t/nginx.lua, t/breaker_nginx.lua),
 -- loaded with dofile before package.path is set:
 --   local U = dofile((debug.getinfo(1, "S").source:match("^@(.*/t)/[^/]+$") or "bindings/lua/t") .. "/util.lua")

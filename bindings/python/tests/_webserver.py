@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Real servers for test_web_servers: gunicorn and uvicorn on 127.0.0.1, a
 random free port, bounded in time, stopped by their own process group."""
 import concurrent.futures

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Process targets for test_processes (importable by spawned children)."""
 import libsw
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Opt-in waiting: block=True retries a refusal after retry_after until the timeout."""
 import asyncio
 import time

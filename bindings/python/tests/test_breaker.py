@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """libsw.CircuitBreaker: Sentinel's degrade rules around Python calls, with
 explicit time (ManualClock), sync and async, which exceptions count, the
 state-change events, one breaker across processes, and a real failing HTTP

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The package is the compiled CFFI extension with the C core inside."""
 import importlib.util
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """libsw's clocks from Python: the window clock (coarse by default), the
 duration clock that times responses and pacing, and the choice of either."""
 import asyncio

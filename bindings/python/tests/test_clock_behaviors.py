@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Injected clock: every behaviour is deterministic (docs/limiters.md timelines)."""
 import pytest
 

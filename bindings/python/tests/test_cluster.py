@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Cluster rules on Redis: RateLimiter(..., cluster="host:port")."""
 import logging
 import multiprocessing

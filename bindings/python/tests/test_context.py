@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """with lim: / async with lim: and the Permit API."""
 import asyncio
 import gc

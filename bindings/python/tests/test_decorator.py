@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The limiter as a decorator of sync and async functions."""
 import asyncio
 import math

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Runs the per-client 429 example of docs/python.md (the block marked
 <!-- test: per-client -->), as a WSGI middleware and as a dict handler."""
 import os

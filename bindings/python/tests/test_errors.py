@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Misuse never crashes: clear ValueError / TypeError with the C message."""
 import math
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Per-key limits on a keyed table through the binding: exact limits per key,
 idle keys reclaimed, a full table under each on_full policy, binary keys,
 the readers (key_stats, keys, top_keys, keyed_stats), the other rules and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A million distinct keys cost the interpreter nothing per key: the keys'
 state is in the keyed table (memory outside Python's allocator, touched as
 keys arrive), and no Python object is kept per key."""

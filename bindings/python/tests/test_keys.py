@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Per-key limits through RateLimiter's API: a keyed table for the rules it
 takes, a registry (or a shared segment) for the others (warm-up here), and
 a full registry. (tests/test_keyed.py tests the keyed table itself.)"""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A bucket-type plugin (examples/plugin/histogram.c) loaded into the module."""
 import pytest
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared segments: several processes update one limiter exactly."""
 import multiprocessing as mp
 import os

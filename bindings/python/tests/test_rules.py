@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rules as data: Sentinel's FlowRule JSON loaded from a file, applied to
 limiters, and followed by a watcher (docs/rules.md)."""
 import json

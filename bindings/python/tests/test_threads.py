@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """C calls release the GIL; counts stay exact and strict mode never overshoots."""
 import threading
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """libsw.web in one process: rates and their windows on a ManualClock (every
 rate form, exactly), key functions and trusted proxies, responses and
 their fields, logging once per interval, dry run, waits (asyncio.sleep in

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """libsw.web under real servers: Flask and Django on gunicorn, Starlette
 (the ASGI middleware) and FastAPI (the dependency) on uvicorn, each with
 2 workers on 127.0.0.1 sharing one segment. Rates are per minute or hour

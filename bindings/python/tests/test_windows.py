@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Raw windows: LeapArray and Metric (ArrayMetric), with explicit times."""
 import pytest
 

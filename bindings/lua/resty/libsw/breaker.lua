@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- resty.libsw.breaker: a circuit breaker per upstream in OpenResty.
 --
 --   init_by_lua_block {

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- resty.libsw.cluster: the Redis side of cluster limits in nginx.
 --
 -- A limit defined with cluster = { redis = "host:port", ... } admits from

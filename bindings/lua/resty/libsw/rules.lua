@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- resty.libsw's limits from a rule file: Sentinel's FlowRule JSON
 -- (docs/rules.md), parsed and checked by the C library.
 --

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- resty.libsw.slots: which Redis Cluster node holds a key (the hash slot
 -- of the key's hash tag, as Redis computes it, and the slot map that
 -- CLUSTER SLOTS returns).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """libsw: Sentinel-style sliding-window statistics and rate limiting.
 
 A CFFI binding of the libsw C library, whose core is compiled into

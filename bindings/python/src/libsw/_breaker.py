@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """CircuitBreaker: Sentinel's degrade rules around calls to an upstream.
 
 The statistics and the state machine are libsw's (libsw/breaker/ in C);

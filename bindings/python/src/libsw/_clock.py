@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Time: libsw's process-wide clocks, and a clock for deterministic runs.
 
 libsw reads two clocks (docs/api.md, "Clock"): the window clock places

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Fleet-wide limits on Redis: one sw_cluster (connections and a refiller
 thread) per Redis address, settings and process.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Exceptions of libsw and the mapping from the C error codes."""
 from __future__ import annotations
 

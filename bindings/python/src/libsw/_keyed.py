@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Per-key limits on a keyed table (sw_keyed): one rule, any number of keys.
 
 A RateLimiter whose rule a keyed table takes keeps its keys in one table,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The compiled CFFI module (see build_libsw.py for the declarations). The
 # clock and the binding's own calls (swpy.h) are typed here; the rest of
 # libsw's API is reached through lib too, untyped.

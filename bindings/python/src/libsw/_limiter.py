@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """RateLimiter: a Sentinel flow rule as a decorator and context manager.
 
 Hot path (decorator): two C calls of one integer, swpy_enter_site and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The per-key half of RateLimiter: for_key() and the readers of keys.
 
 Keys live in a keyed table (_keyed.py) when one takes the rule, else each

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Permit: an admitted (or refused) entry, released once when its work ends.
 
 An admitted permit of a limiter holds a token (swpy.h): one integer naming

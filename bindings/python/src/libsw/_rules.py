@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rules as data: Sentinel's FlowRule JSON list (docs/rules.md).
 
 ``load_rules(path)`` reads a file into :class:`FlowRule` objects, parsed and

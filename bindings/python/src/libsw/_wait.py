@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The slow path of an entry, shared by limiters and keyed tables, by sync
 and async callers.
 

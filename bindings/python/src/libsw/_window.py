@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Raw sliding windows: LeapArray (any bucket type), Metric (Sentinel's
 ArrayMetric), SlidingView (sentinel-golang's SlidingWindowMetric).
 

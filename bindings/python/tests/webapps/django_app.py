@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Django project of test_web_servers in one module (gunicorn, 2+ workers)."""
 import json
 import os

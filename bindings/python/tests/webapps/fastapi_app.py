@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The FastAPI application of test_web_servers: dependencies per route
 (uvicorn, 2+ workers), a paced route."""
 import json

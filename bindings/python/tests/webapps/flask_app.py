@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Flask application of test_web_servers (served by gunicorn, 2+ workers)."""
 import json
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Starlette application of test_web_servers, behind libsw's ASGI
 middleware (uvicorn, 2+ workers); a bearer token is the user."""
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """libsw for web applications: ASGI and WSGI middleware, a Flask extension
 (:mod:`libsw.web.flask`), a Django middleware and decorator
 (:mod:`libsw.web.django`), a FastAPI dependency (:mod:`libsw.web.fastapi`).

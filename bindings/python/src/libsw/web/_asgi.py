@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ASGI middleware (Starlette, FastAPI, any ASGI application)."""
 from __future__ import annotations
 

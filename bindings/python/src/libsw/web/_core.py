@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The engine every adapter shares: rules on keyed tables, the entry of a
 request into its rules, the response headers, logging and statistics.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Key functions: which client a request counts for.
 
 A key function takes a :class:`Request` (the framework's request seen

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Logging on ``logging.getLogger("libsw")``, once per event kind per
 interval: a kind seen again within the interval is counted, and the count
 is told with the next line of that kind."""

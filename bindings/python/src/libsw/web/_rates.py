@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rates as users write them: "5/second", "100 per minute", "10 per 2 seconds",
 several separated by ";" or ",".
 

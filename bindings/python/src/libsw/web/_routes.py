@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Which rules a request of the ASGI / WSGI middleware enters: patterns
 ``"[METHOD ]PATH"`` where PATH may hold ``{name}`` (one path segment, a
 path parameter for :func:`path_param`) and ``*`` (anything)."""

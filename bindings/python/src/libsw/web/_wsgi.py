@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """WSGI middleware (Flask, Django, any WSGI application)."""
 from __future__ import annotations
 

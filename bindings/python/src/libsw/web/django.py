@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Django: ``libsw.web.django.RateLimitMiddleware`` in ``MIDDLEWARE`` and the
 view decorators :func:`ratelimit` and :func:`exempt`, configured from
 ``settings.LIBSW_RATELIMIT``, a dict of :class:`libsw.web.Limiter`'s

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """FastAPI: a dependency per route, ``Depends(RateLimit("5/second", limiter=lim))``.
 
 The dependency runs after routing, so path parameters are known; a

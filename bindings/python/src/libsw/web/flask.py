@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A Flask extension: ``Limiter(app)`` or ``init_app``, ``@limiter.limit(...)``
 per view, ``@limiter.exempt``; settings from the arguments, overridden by
 ``app.config["LIBSW_RATELIMIT"]`` (a dict of the same names)."""
