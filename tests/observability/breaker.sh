@@ -1,16 +1,20 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# swctl on a circuit breaker's segment (run by run.sh): a breaker with
-# known numbers (breaker_fixture) gives them exactly in list, dump,
-# /metrics (promtool), /api/series and the dashboard (headless Chromium).
+# swctl on circuit breakers' segments (run by run.sh): two breakers with
+# known numbers (breaker_fixture) give them exactly in list, dump,
+# one swctl serve of both (/metrics through promtool, /api/series) and the
+# dashboard (headless Chromium).
 # Usage: tests/observability/breaker.sh BUILD_DIR
 set -eu
 . "$(dirname "$0")/lib.sh"
 make -C "$build" -s tests/observability/breaker_fixture >/dev/null
 seg="swbreaker-$$"
-segs="$seg"
-"$build/tests/observability/breaker_fixture" "$seg" | grep -q "ready verdict=1" ||
-  fail "breaker_fixture did not open its breaker"
+seg2="swbreaker2-$$"
+segs="$seg $seg2"
+for s in "$seg" "$seg2"; do
+  "$build/tests/observability/breaker_fixture" "$s" | grep -q "ready verdict=1" ||
+    fail "breaker_fixture did not open its breaker $s"
+done
 
 echo "--- swctl list: state, counts and transitions"
 "$swctl" list "$seg" > "$work/list.txt"
@@ -41,7 +45,7 @@ PY
 
 echo "--- /metrics and /api/series"
 p=$(port)
-"$swctl" serve "$seg" --listen "127.0.0.1:$p" --seconds 30 2> "$work/serve.err" &
+"$swctl" serve "$seg" "$seg2" --listen "127.0.0.1:$p" --seconds 30 2> "$work/serve.err" &
 pids="$pids $!"
 wait_http "http://127.0.0.1:$p/metrics"
 curl -fs "http://127.0.0.1:$p/metrics" > "$work/metrics.txt"
@@ -54,9 +58,12 @@ val() { grep "^$1{segment=\"$seg\"${2:-}}" "$work/metrics.txt" | awk '{print $2}
 [ "$(val libsw_breaker_bad_requests)" = 3 ] || fail "bad requests"
 [ "$(val libsw_breaker_bad_ratio)" = 0.59999999999999998 ] || fail "ratio: $(val libsw_breaker_bad_ratio)"
 [ "$(val libsw_breaker_blocked_total)" = 2 ] || fail "blocked"
+# two breakers on one port: each family once, a series set per breaker
+[ "$(grep -c '^# TYPE libsw_breaker_state ' "$work/metrics.txt")" = 1 ] || fail "libsw_breaker_state typed twice"
+[ "$(grep -c "^libsw_breaker_state{segment=\"$seg2\"" "$work/metrics.txt")" = 3 ] || fail "no states of $seg2"
 curl -fs "http://127.0.0.1:$p/api/series" > "$work/series.json"
-python3 -c 'import json,sys; b=json.load(open(sys.argv[1]))["breakers"][0]; assert b["state"] == "open" and b["bad"] == 3, b' \
-  "$work/series.json"
+python3 -c 'import json,sys; bs=json.load(open(sys.argv[1]))["breakers"]; assert [b["segment"] for b in bs] == sys.argv[2:], bs; assert all(b["state"] == "open" and b["bad"] == 3 for b in bs), bs' \
+  "$work/series.json" "$seg" "$seg2"
 
 echo "--- the dashboard shows the breaker (headless Chromium)"
 chrome --dump-dom "http://127.0.0.1:$p/" > "$work/dom.html"
