@@ -14,7 +14,8 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 clang -std=c11 -D_GNU_SOURCE -DSW_BUILDING -O1 -g -fsanitize=fuzzer,address,undefined \
   -fno-sanitize-recover=all -I"$top/libsw" -I"$build/libsw" \
-  "$top/tests/fuzz/fuzz_metric.c" "$top"/libsw/*.c -lm -lpthread -o "$out/fuzz_metric"
+  "$top/tests/fuzz/fuzz_metric.c" "$top"/libsw/*.c "$top"/libsw/keyed/*.c "$top"/libsw/breaker/*.c \
+  -lm -lpthread -o "$out/fuzz_metric"
 mkdir -p "$out/corpus"
 cp "$top"/tests/fuzz/corpus/* "$out/corpus/"
 "$out/fuzz_metric" -max_total_time="$secs" -max_len=4096 -timeout=10 -print_final_stats=1 \
