@@ -314,6 +314,56 @@ static void kill_at(const char *point, const char *name, int64_t t) {
   sw_test_killed_at(point, name, ts);
 }
 
+/* A second victim attaches and ends, at t, the probe whose word is given;
+ * it stops (SIGSTOP) at its kill point, between finding its slot and
+ * marking it done. */
+static int exit_victim(const char *name, const char *word) {
+  sw_breaker *b;
+  sw_options *o = kill_rule();
+  sw_options_set(o, SW_OPT_BREAKER_HALF_OPEN_CALLS, 2);
+  if (sw_breaker_open(&b, name, o, 0) != SW_OK) return 3;
+  sw_decision d = {.probe = atoll(word)};
+  return sw_breaker_exit_at(b, 2001, &d, 1, 0) == SW_OK ? 0 : 4;
+}
+
+/* Two probes taken in the same ms have the same word. When the exit of one
+ * marks the slot the other had found first, the other marks the next slot
+ * holding the word: both are counted, and the breaker closes. */
+START_TEST(test_same_ms_probes_end_together) {
+  char name[64];
+  sw_options *o = kill_rule();
+  ck_ok(sw_options_set(o, SW_OPT_BREAKER_HALF_OPEN_CALLS, 2));
+  sw_breaker *b = fresh(name, "samems", o);
+  ck_ok(sw_breaker_exit_at(b, 1000, NULL, 1, SW_EXIT_ERROR)); /* open until 2000 */
+  sw_decision d[2];
+  ck_ok(sw_breaker_entry_at(b, 2000, &d[0]));
+  ck_ok(sw_breaker_entry_at(b, 2000, &d[1]));
+  ck_assert(d[0].probe != 0 && d[0].probe == d[1].probe);
+  char word[32];
+  snprintf(word, sizeof word, "%lld", (long long)d[1].probe);
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    setenv("SW_TEST_KILL_AT", "breaker-probe-end:1:stop", 1);
+    execl("/proc/self/exe", "victim", "--victim-exit", name, word, (char *)NULL);
+    _exit(99);
+  }
+  int status;
+  ck_assert_int_eq(waitpid(pid, &status, WUNTRACED), pid);
+  ck_assert_msg(WIFSTOPPED(status), "the victim did not stop at its kill point: %d", status);
+  ck_ok(sw_breaker_exit_at(b, 2001, &d[0], 1, 0)); /* marks the slot the victim found */
+  ck_assert_int_eq(state_at(b, 2001), SW_BREAKER_HALF_OPEN);
+  ck_assert_int_eq(kill(pid, SIGCONT), 0);
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "victim status %d", status);
+  ck_assert_int_eq(state_at(b, 2001), SW_BREAKER_CLOSED);
+  sw_breaker_free(b);
+  ck_ok(sw_segment_unlink(name));
+}
+END_TEST
+
 /* Killed right after taking the probe: everyone else is refused until the
  * probe's timeout, then the next entry probes; killed between the move to
  * half-open and taking a probe: the next entry probes at once. */
@@ -438,10 +488,12 @@ END_TEST
 
 int main(int argc, char **argv) {
   if (argc == 4 && strcmp(argv[1], "--victim") == 0) return victim(argv[2], argv[3]);
+  if (argc == 4 && strcmp(argv[1], "--victim-exit") == 0) return exit_victim(argv[2], argv[3]);
   g_main_pid = (int)getpid();
   Suite *s = suite_create("breaker_shared");
   SW_TCASE(s, "segment", test_two_handles_one_breaker, test_corrupt_and_foreign);
-  SW_TCASE(s, "processes", test_four_processes, test_killed_at_kill_points);
+  SW_TCASE(s, "processes", test_four_processes, test_killed_at_kill_points,
+           test_same_ms_probes_end_together);
   SW_TCASE(s, "threads", test_threads_exact_counts, test_threads_racing_for_probes);
   return sw_test_run(s);
 }

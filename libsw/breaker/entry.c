@@ -151,11 +151,18 @@ static void sw__brk_probe_end(sw_breaker *b, uint64_t w, uint64_t word, bool bad
       sw__brk_changed(b, SW__BRK_REOPENED, SW_BREAKER_HALF_OPEN, SW_BREAKER_OPEN, t, 1.0);
     return;
   }
+  /* Leases taken in the same ms of one epoch have the same word: mark the
+   * first slot still holding it (another probe's exit may take the one
+   * found first). */
   const uint64_t e = sw__brk_epoch(w), done = sw__brk_probe_word(e, SW__BRK_DONE);
-  uint64_t p = word;
-  if (!atomic_compare_exchange_strong_explicit(&blk->probe[i], &p, done, memory_order_acq_rel,
-                                               memory_order_acquire))
-    return;
+  SW__KILL_POINT("breaker-probe-end"); /* found its slot, not yet marked it */
+  for (;; i++) {
+    if (i == n) return;
+    uint64_t p = word;
+    if (atomic_compare_exchange_strong_explicit(&blk->probe[i], &p, done, memory_order_acq_rel,
+                                                memory_order_acquire))
+      break;
+  }
   for (int k = 0; k < n; k++)
     if (atomic_load_explicit(&blk->probe[k], memory_order_acquire) != done) return;
   if (sw__brk_move(b, w, SW_BREAKER_CLOSED, t)) {
