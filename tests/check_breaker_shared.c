@@ -321,9 +321,13 @@ static int exit_victim(const char *name, const char *word) {
   sw_breaker *b;
   sw_options *o = kill_rule();
   sw_options_set(o, SW_OPT_BREAKER_HALF_OPEN_CALLS, 2);
-  if (sw_breaker_open(&b, name, o, 0) != SW_OK) return 3;
+  int rc = sw_breaker_open(&b, name, o, 0);
+  sw_options_free(o);
+  if (rc != SW_OK) return 3;
   sw_decision d = {.probe = atoll(word)};
-  return sw_breaker_exit_at(b, 2001, &d, 1, 0) == SW_OK ? 0 : 4;
+  rc = sw_breaker_exit_at(b, 2001, &d, 1, 0);
+  sw_breaker_free(b);
+  return rc == SW_OK ? 0 : 4;
 }
 
 /* Two probes taken in the same ms have the same word. When the exit of one
