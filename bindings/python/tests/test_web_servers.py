@@ -44,25 +44,30 @@ def statuses(responses):
 
 
 def test_exact_passes_per_key_across_workers(server):
-    keys = ["key-%d" % i for i in range(4)]
-    got = server.burst("/key", keys, 8)   # 4/minute per X-Api-Key
+    # The kernel decides which worker accepts a connection: bursts on fresh
+    # keys go on (up to 5) until two workers have served passes.
     workers = set()
-    for k in keys:
-        ok = [r for r in got[k] if r.status_code == 200]
-        refused = [r for r in got[k] if r.status_code == 429]
-        assert len(ok) == 4 and len(refused) == 4, (k, statuses(got[k]))
-        workers.update(r.headers["X-Worker"] for r in ok)
-        for r in refused:
-            ra = int(r.headers["Retry-After"])
-            assert 1 <= ra <= 60
-            assert r.headers["X-RateLimit-Limit"] == "4"
-            assert r.headers["X-RateLimit-Remaining"] == "0"
-            assert int(r.headers["X-RateLimit-Reset"]) >= int(time.time())
-            assert r.headers["RateLimit-Policy"] == '"4-per-60s";q=4;w=60'
-            assert r.headers["RateLimit"].startswith('"4-per-60s";r=0;t=')
-        remaining = sorted(int(r.headers["X-RateLimit-Remaining"]) for r in ok)
-        assert remaining == [0, 1, 2, 3]
-    # the passes of one key came from both workers: one table, shared exactly
+    for attempt in range(5):
+        keys = ["key-%d-%d" % (attempt, i) for i in range(4)]
+        got = server.burst("/key", keys, 8)   # 4/minute per X-Api-Key
+        for k in keys:
+            ok = [r for r in got[k] if r.status_code == 200]
+            refused = [r for r in got[k] if r.status_code == 429]
+            assert len(ok) == 4 and len(refused) == 4, (k, statuses(got[k]))
+            workers.update(r.headers["X-Worker"] for r in ok)
+            for r in refused:
+                ra = int(r.headers["Retry-After"])
+                assert 1 <= ra <= 60
+                assert r.headers["X-RateLimit-Limit"] == "4"
+                assert r.headers["X-RateLimit-Remaining"] == "0"
+                assert int(r.headers["X-RateLimit-Reset"]) >= int(time.time())
+                assert r.headers["RateLimit-Policy"] == '"4-per-60s";q=4;w=60'
+                assert r.headers["RateLimit"].startswith('"4-per-60s";r=0;t=')
+            remaining = sorted(int(r.headers["X-RateLimit-Remaining"]) for r in ok)
+            assert remaining == [0, 1, 2, 3]
+        if len(workers) >= 2:
+            break
+    # the passes of one key came from several workers: one table, shared exactly
     assert len(workers) >= 2, "one worker served every request: %s" % workers
 
 
@@ -116,7 +121,10 @@ def test_path_parameter_key(server):
 def test_statistics_count_every_worker(server):
     stats = {s["rate"] + " " + s["key"]: s for s in server.get("/stats").json()}
     s = stats["4/minute header:X-Api-Key"]
-    assert s["pass"] == 16 and s["block"] == 16 and s["keys"] == 4
+    # the bursts of test_exact_passes_per_key_across_workers: 4 keys each,
+    # 4 passes and 4 blocks a key
+    assert s["keys"] >= 4 and s["keys"] % 4 == 0, s
+    assert s["pass"] == 4 * s["keys"] and s["block"] == 4 * s["keys"], s
 
 
 @pytest.mark.parametrize("server", ["flask"], indirect=True)  # its route is in that app
