@@ -187,7 +187,7 @@ def test_interleaved_greenlets_each_end_their_own_entry(clock):
 
 def test_with_in_new_threads():
     """A new thread has no context until it uses one: its first `with` makes it."""
-    lim = libsw.RateLimiter(concurrency=4)
+    lim = libsw.RateLimiter(concurrency=8)  # 4 threads, 2 nested each: never blocked
     seen = []
 
     def run():
