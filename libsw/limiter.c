@@ -501,3 +501,9 @@ SW_API int sw_limiter_exit_at(sw_limiter *l, int64_t t, int64_t rt_ms, int64_t n
 SW_API int sw_limiter_exit(sw_limiter *l, int64_t rt_ms, int64_t n, uint32_t flags) {
   return sw__limiter_exit(l, sw__now_ms(), rt_ms, n, flags);
 }
+
+SW_API int sw_limiter_cancel(sw_limiter *l, sw_decision *d) {
+  SW__CHECK_NULL(l, "limiter");
+  SW__CHECK_NULL(d, "decision");
+  return sw__fail(SW_ENOTSUP, "sw_limiter_cancel: not built yet");
+}

@@ -2291,6 +2291,12 @@ static void bad_sw_limiter_set_dry_run(void) {
   EXPECT_OK(sw_limiter_set_dry_run(l, 0));
 }
 
+static void bad_sw_limiter_cancel(void) {
+  sw_decision d = {0};
+  EXPECT(sw_limiter_cancel(NULL, &d), SW_ENULL);
+  EXPECT(sw_limiter_cancel(limiter_qps(1), NULL), SW_ENULL);
+}
+
 static void bad_sw_node_would_block_qps_at(void) {
   sw_node *node;
   ck_assert_int_eq(sw_node_create(&node, NULL), SW_OK);
@@ -2735,6 +2741,12 @@ static void bad_sw_keyed_set_dry_run(void) {
   EXPECT(sw_keyed_set_dry_run(NULL, 1), SW_ENULL);
   static const int ons[] = {-1, 2, INT32_MAX};
   FOR_EACH(on, ons, "%d") EXPECT(sw_keyed_set_dry_run(k, on), SW_EINVAL);
+}
+
+static void bad_sw_keyed_cancel(void) {
+  sw_decision d = {0};
+  EXPECT(sw_keyed_cancel(NULL, &d), SW_ENULL);
+  EXPECT(sw_keyed_cancel(keyed_with(4, NULL), NULL), SW_ENULL);
 }
 
 static void bad_sw_keyed_stats(void) {
@@ -3305,6 +3317,8 @@ static const entry table[] = {
     E(sw_keyed_set_rule),
     E(sw_keyed_get_rule),
     E(sw_keyed_set_dry_run),
+    E(sw_keyed_cancel),
+    E(sw_limiter_cancel),
     E(sw_keyed_stats),
     E(sw_keyed_lookup_at),
     E(sw_keyed_scan_at),

@@ -66,7 +66,7 @@ static sw_limiter *warm_new(int behavior, double threshold, int64_t sec, int64_t
 /* Decide an entry; the call itself must succeed. */
 #define ENTER(l, t, n, flags, d) ck_ok(sw_limiter_entry_at((l), (t), (n), (flags), &(d)))
 
-/* Check every field of a decision (borrowed and reserved included). */
+/* Check every field of a decision (borrowed and receipt included). */
 #define ck_decision(d, v, wait, retry, rem, borrow)                                        \
   do {                                                                                     \
     const sw_decision *d_ = &(d);                                                          \
@@ -81,7 +81,7 @@ static sw_limiter *warm_new(int behavior, double threshold, int64_t sec, int64_t
     ck_assert_int_eq(d_->would_block, 0);                                                \
     ck_assert_int_eq(d_->full, 0);                                                 \
     ck_assert_int_eq(d_->probe, 0); /* a breaker's field */                             \
-    for (int k_ = 0; k_ < 2; k_++) ck_assert_int_eq(d_->reserved[k_], 0);                 \
+    for (int k_ = 0; k_ < 2; k_++) ck_assert_int_eq(d_->receipt[k_], 0);                 \
   } while (0)
 
 #define PASS SW_VERDICT_PASS

@@ -114,7 +114,7 @@ typedef struct sw_decision {
   int32_t would_block;
   int32_t full;
   int64_t probe;
-  int64_t reserved[2];
+  int64_t receipt[2];
 } sw_decision;
 int sw_limiter_create(sw_limiter **out, const sw_options *opts);
 void sw_limiter_free(sw_limiter *l);
@@ -126,6 +126,7 @@ int sw_limiter_exit_at(sw_limiter *l, int64_t t, int64_t rt_ms, int64_t n, uint3
 int sw_limiter_set_rule(sw_limiter *l, const sw_options *rule);
 int sw_limiter_get_rule(const sw_limiter *l, sw_options *opts);
 int sw_limiter_set_dry_run(sw_limiter *l, int on);
+int sw_limiter_cancel(sw_limiter *l, sw_decision *d);
 
 typedef struct sw_lease_call {
   int64_t threshold; int64_t want; int64_t bucket_ms; int64_t refund;
@@ -179,6 +180,7 @@ int sw_keyed_exit_at(sw_keyed *k, int64_t t, const void *key, size_t len, int64_
 int sw_keyed_set_rule(sw_keyed *k, const sw_options *rule);
 int sw_keyed_get_rule(const sw_keyed *k, sw_options *opts);
 int sw_keyed_set_dry_run(sw_keyed *k, int on);
+int sw_keyed_cancel(sw_keyed *k, sw_decision *d);
 typedef struct sw_keyed_info {
   uint32_t capacity; uint32_t slots; uint32_t key_bytes; uint32_t windows;
   int64_t interval_ms; int64_t bytes; int64_t bytes_per_key;

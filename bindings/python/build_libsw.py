@@ -434,6 +434,7 @@ int sw_limiter_exit_at(sw_limiter *l, int64_t t, int64_t rt_ms, int64_t n, uint3
 int sw_limiter_set_rule(sw_limiter *l, const sw_options *rule);
 int sw_limiter_get_rule(const sw_limiter *l, sw_options *opts);
 int sw_limiter_set_dry_run(sw_limiter *l, int on);
+int sw_limiter_cancel(sw_limiter *l, sw_decision *d);
 
 /* registry */
 typedef struct sw_registry sw_registry;
@@ -486,6 +487,7 @@ uint32_t sw_rules_count(const sw_rules *r);
 int sw_rules_at(const sw_rules *r, uint32_t i, const char **resource, sw_options *opts,
                 int64_t *keyed, int64_t *capacity);
 int sw_keyed_set_dry_run(sw_keyed *k, int on);
+int sw_keyed_cancel(sw_keyed *k, sw_decision *d);
 typedef struct sw_keyed_info {
   uint32_t capacity;
   uint32_t slots;

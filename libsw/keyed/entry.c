@@ -451,3 +451,9 @@ SW_API int sw_keyed_exit(sw_keyed *k, const void *key, size_t len, int64_t rt_ms
                          uint32_t flags) {
   return sw_keyed_exit_at(k, sw__now_ms(), key, len, rt_ms, n, flags);
 }
+
+SW_API int sw_keyed_cancel(sw_keyed *k, sw_decision *d) {
+  SW__KT_CHECK(k);
+  SW__CHECK_NULL(d, "decision");
+  return sw__fail(SW_ENOTSUP, "sw_keyed_cancel: not built yet");
+}

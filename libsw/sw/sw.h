@@ -625,7 +625,8 @@ typedef struct sw_decision {
                              SW_OPT_KEYED_ON_FULL open or closed decided; else 0 */
   int64_t probe;          /* breaker: nonzero when this entry is a half-open probe (hand the
                              decision to sw_breaker_exit); else 0 */
-  int64_t reserved[2];    /* zero */
+  int64_t receipt[2];     /* limiter and keyed table: where an admitted entry counted, for
+                             sw_limiter_cancel / sw_keyed_cancel (opaque); else zero */
 } sw_decision;
 
 /* A limiter with its own node. Errors: the node's, and for the rule
@@ -658,6 +659,18 @@ SW_API int sw_limiter_entry_at(sw_limiter *l, int64_t t, int64_t n, uint32_t fla
 SW_API int sw_limiter_exit(sw_limiter *l, int64_t rt_ms, int64_t n, uint32_t flags);
 SW_API int sw_limiter_exit_at(sw_limiter *l, int64_t t, int64_t rt_ms, int64_t n,
                               uint32_t flags);
+
+/* All or nothing, for several limits on one request (Sentinel checks every
+ * rule before it counts): enter each limit in turn and, when one refuses,
+ * cancel the decisions of those that admitted. A cancel gives back what
+ * the admitted entry d counted (its passes, its request in flight, its
+ * place in a pacing queue), as if it had never been admitted; the passes
+ * of a window that has since left the interval are gone already. A blocked
+ * decision, or one cancelled before, is a no-op (SW_OK): cancel each
+ * decision at most once. Thread-safe, across processes too. Errors:
+ * SW_ENULL, SW_EPERM (read-only), SW_EINVAL (d is not a decision of this
+ * limiter or table). */
+SW_API int sw_limiter_cancel(sw_limiter *l, sw_decision *d);
 
 /* Replace the rule at run time; the statistics are kept. Changing the
  * behaviour restarts the pacing queue and the warm-up token bucket, as
@@ -993,6 +1006,10 @@ SW_API int sw_keyed_exit(sw_keyed *k, const void *key, size_t len, int64_t rt_ms
                          uint32_t flags);
 SW_API int sw_keyed_exit_at(sw_keyed *k, int64_t t, const void *key, size_t len, int64_t rt_ms,
                             int64_t n, uint32_t flags);
+
+/* Give back what an admitted entry counted (all or nothing: see
+ * sw_limiter_cancel). */
+SW_API int sw_keyed_cancel(sw_keyed *k, sw_decision *d);
 
 /* A new rule for every key, now (counts kept). The kind of state per key
  * (windows, pacing, concurrency) cannot change: SW_EINVAL. */
