@@ -10,6 +10,8 @@
 
 #include "swpy.h"
 
+#include <string.h>
+
 #define SWPY_NS_PER_MS 1000000
 #define SWPY_FREE_MAX 256 /* records kept by a thread; more go to the shared pool */
 #define SWPY_REFILL 16    /* records a thread takes from the pool at once */
@@ -33,8 +35,11 @@
 
 typedef struct swpy_site {
   _Atomic(sw_limiter *) l; /* NULL once the Python object is closed */
+  _Atomic(sw_keyed *) k;   /* a keyed table's site: its table, NULL once closed */
   uint32_t flags;
   int clocked;
+  int64_t period_ms; /* keyed: the site's clock (see swpy_ksite_new) */
+  int64_t epoch;
   uint32_t next_free; /* free sites */
   uint32_t gen;       /* times freed: a site's number holds 8 bits of it */
 } swpy_site;
@@ -54,6 +59,15 @@ typedef struct swpy_rec {
   uint32_t site;             /* with: the site entered */
   uint32_t index;
   _Atomic uint32_t gen;
+  /* a token's entry: its decision, for swpy_cancel (limiter and keyed) */
+  sw_decision d;
+  /* a keyed entry (k != NULL): its key, and the clock of its exit */
+  sw_keyed *k;
+  int64_t period_ms; /* 1000 and epoch 0: libsw's clock; 0: a custom clock (t0 in its ms) */
+  int64_t epoch;
+  uint32_t klen;
+  uint8_t *kp; /* the key: key[] below, or a copy of a longer one (malloc) */
+  uint8_t key[SWPY_KEY_INLINE];
 } swpy_rec;
 
 typedef struct swpy_thread {
@@ -194,6 +208,22 @@ static inline void swpy_rec_unget(swpy_thread *t, swpy_rec *r) {
   swpy_rec_put(t, r);
 }
 
+/* Keep key in r for its exit: 0, or SW_ENOMEM. */
+static inline int swpy_rec_key(swpy_rec *r, const void *key, size_t len) {
+  uint8_t *p = len <= SWPY_KEY_INLINE ? r->key : malloc(len);
+  if (p == NULL) return SW_ENOMEM;
+  memcpy(p, key, len);
+  r->kp = p;
+  r->klen = (uint32_t)len;
+  return 0;
+}
+
+/* A keyed record whose entry has ended: its key's copy freed. */
+static inline void swpy_rec_key_free(swpy_rec *r) {
+  if (r->k != NULL && r->kp != r->key) free(r->kp);
+  r->kp = r->key;
+}
+
 /* A token's generation: 8 bits of the in-flight (even) generation g. */
 static inline uint32_t swpy_gen8(uint32_t g) { return (g >> 1) & SWPY_GEN_MASK; }
 
@@ -216,6 +246,25 @@ static inline int64_t swpy_rt(int64_t t, int64_t t0) {
 static inline int64_t swpy_rt_ns(int64_t t0) {
   int64_t d = sw_now_ns() - t0;
   return d < 0 ? 0 : d / SWPY_NS_PER_MS > INT32_MAX ? INT32_MAX : d / SWPY_NS_PER_MS;
+}
+
+/* A keyed site's clock: libsw's milliseconds (period 1000, epoch 0), or a
+ * clock whose 1000 ms are period_ms of libsw's, from epoch (libsw.web's
+ * rules of other periods). */
+static inline int64_t swpy_scaled(int64_t period_ms, int64_t epoch) {
+  return sw_now_ms() * 1000 / period_ms + epoch;
+}
+
+/* The exit of a keyed record's entry: at t of a custom clock (period 0),
+ * else now on the site's clock, with the response time in real ms. */
+static inline int swpy_kexit_rec(const swpy_rec *r, int64_t t, uint32_t flags) {
+  if (r->period_ms == 0)
+    return sw_keyed_exit_at(r->k, t, r->kp, r->klen, swpy_rt(t, r->t0), r->n, flags);
+  int64_t rt = swpy_rt_ns(r->t0);
+  if (r->period_ms == 1000 && r->epoch == 0)
+    return sw_keyed_exit(r->k, r->kp, r->klen, rt, r->n, flags);
+  return sw_keyed_exit_at(r->k, swpy_scaled(r->period_ms, r->epoch), r->kp, r->klen, rt, r->n,
+                          flags);
 }
 
 /* ------------------------------------------------------- plain calls */
@@ -279,19 +328,27 @@ int64_t swpy_site_new(sw_limiter *l, uint32_t flags, int clocked) {
   }
   swpy_site *s = swpy_site_at(i);
   atomic_store_explicit(&s->l, l, memory_order_release);
+  atomic_store_explicit(&s->k, NULL, memory_order_release);
   s->flags = flags;
   s->clocked = clocked;
+  s->period_ms = 1000;
+  s->epoch = 0;
   int64_t site = (int64_t)((s->gen & SWPY_GEN_MASK) << SWPY_INDEX_BITS | i);
   pthread_mutex_unlock(&swpy_table_lock);
   return site;
 }
 
-void swpy_site_clear(int64_t site) { atomic_store(&swpy_site_at(site)->l, NULL); }
+void swpy_site_clear(int64_t site) {
+  swpy_site *s = swpy_site_at(site);
+  atomic_store(&s->l, NULL);
+  atomic_store(&s->k, NULL);
+}
 
 void swpy_site_free(int64_t site) {
   pthread_mutex_lock(&swpy_table_lock);
   swpy_site *s = swpy_site_at(site);
   atomic_store(&s->l, NULL);
+  atomic_store(&s->k, NULL);
   s->gen++;
   s->next_free = swpy_site_free_head;
   swpy_site_free_head = (uint32_t)site & SWPY_INDEX_MASK;
@@ -321,6 +378,7 @@ static inline swpy_rec *swpy_site_entry(swpy_thread *t, int64_t site, int64_t n,
     return NULL;
   }
   r->l = l;
+  r->k = NULL;
   r->n = n;
   r->t0 = sw_now_ns();
   return r;
@@ -342,6 +400,7 @@ int64_t swpy_acquire_site_n(int64_t site, int64_t n) {
     swpy_rec_unget(t, r);
     return SWPY_NOT_PASS;
   }
+  r->d = t->d;
   atomic_store_explicit(&r->remaining, t->d.remaining, memory_order_relaxed);
   return swpy_token_of(r);
 }
@@ -352,6 +411,8 @@ int64_t swpy_token(sw_limiter *l, int64_t t0, int64_t n, int64_t remaining) {
   swpy_rec *r = swpy_rec_get(&swpy_t);
   if (r == NULL) return SW_ENOMEM;
   r->l = l;
+  r->k = NULL;
+  r->d = swpy_t.d;
   r->t0 = t0;
   r->n = n;
   atomic_store_explicit(&r->remaining, remaining, memory_order_relaxed);
@@ -367,12 +428,20 @@ static inline swpy_rec *swpy_claim(int64_t token) {
   return atomic_compare_exchange_strong(&r->gen, &g, g + 1) ? r : NULL;
 }
 
+/* The exit of a record's entry (a custom clock's time t, else unused). */
+static inline int swpy_rec_exit(const swpy_rec *r, int64_t t, int clocked, uint32_t flags) {
+  if (r->k != NULL) return swpy_kexit_rec(r, t, flags);
+  if (clocked) return sw_limiter_exit_at(r->l, t, swpy_rt(t, r->t0), r->n, flags);
+  return sw_limiter_exit(r->l, swpy_rt_ns(r->t0), r->n, flags);
+}
+
 /* End a token's entry now: the exit's result, SWPY_STALE; *remaining. */
 static inline int swpy_exit_token(int64_t token, uint32_t flags, int64_t *remaining) {
   swpy_rec *r = swpy_claim(token);
   if (r == NULL) return SWPY_STALE;
-  int rc = sw_limiter_exit(r->l, swpy_rt_ns(r->t0), r->n, flags);
+  int rc = swpy_rec_exit(r, 0, 0, flags);
   *remaining = atomic_load_explicit(&r->remaining, memory_order_relaxed);
+  swpy_rec_key_free(r);
   swpy_rec_put(&swpy_t, r);
   return rc;
 }
@@ -401,10 +470,32 @@ int64_t swpy_release_err(int64_t token) { return swpy_release(token, SW_EXIT_ERR
 int64_t swpy_exit_token_at(int64_t token, int64_t t, uint32_t flags) {
   swpy_rec *r = swpy_claim(token);
   if (r == NULL) return SWPY_STALE;
-  int rc = sw_limiter_exit_at(r->l, t, swpy_rt(t, r->t0), r->n, flags);
+  int rc = swpy_rec_exit(r, t, 1, flags);
   int64_t remaining = atomic_load_explicit(&r->remaining, memory_order_relaxed);
+  swpy_rec_key_free(r);
   swpy_rec_put(&swpy_t, r);
   return rc < 0 ? rc : remaining;
+}
+
+int64_t swpy_abandon(int64_t token) {
+  swpy_rec *r = swpy_claim(token);
+  if (r == NULL) return SWPY_STALE;
+  swpy_rec_key_free(r);
+  swpy_rec_put(&swpy_t, r);
+  return 0;
+}
+
+int64_t swpy_cancel(int64_t token, int64_t t) {
+  swpy_rec *r = swpy_claim(token);
+  if (r == NULL) return SWPY_STALE;
+  int rc = r->k != NULL ? sw_keyed_cancel(r->k, &r->d) : sw_limiter_cancel(r->l, &r->d);
+  if (rc == SW_ENOTSUP) { /* not built: the entry ends as a plain exit, and stays counted */
+    int e = swpy_rec_exit(r, t, t >= 0, 0);
+    if (e < 0) rc = e;
+  }
+  swpy_rec_key_free(r);
+  swpy_rec_put(&swpy_t, r);
+  return rc;
 }
 
 int64_t swpy_token_remaining(int64_t token) {
@@ -518,26 +609,91 @@ int64_t swpy_with_exit_at(int64_t site, int64_t tm, uint32_t flags) {
 
 /* ------------------------------------------------------------- keyed */
 
-static inline int64_t swpy_kpassed(int rc, int64_t t0) {
-  if (rc < 0) return rc;
-  const sw_decision *d = &swpy_t.d;
-  return d->verdict == SW_VERDICT_PASS && !d->full && !d->would_block ? t0 : SWPY_NOT_PASS;
+int64_t swpy_ksite_new(sw_keyed *k, int64_t period_ms, int64_t epoch) {
+  if (period_ms < 0 || (period_ms == 0 && epoch != 0)) return SW_ERANGE;
+  int64_t site = swpy_site_new(NULL, 0, period_ms == 0);
+  if (site < 0) return site;
+  swpy_site *s = swpy_site_at(site);
+  s->period_ms = period_ms;
+  s->epoch = epoch;
+  atomic_store_explicit(&s->k, k, memory_order_release);
+  return site;
 }
 
-int64_t swpy_kenter(sw_keyed *k, const char *key, size_t len, int64_t n) {
-  int64_t rc = swpy_kpassed(sw_keyed_entry(k, key, len, n, 0, &swpy_t.d), 0);
-  return rc == 0 ? sw_now_ns() : rc;
+/* Enter key with n units through a keyed site at tm (a custom clock's;
+ * otherwise the site's clock): a token on a plain pass, else the result. */
+static inline int64_t swpy_kentry(int64_t site, const void *key, size_t len, int64_t n,
+                                  int64_t tm) {
+  const swpy_site *s = swpy_site_at(site);
+  sw_keyed *k = atomic_load_explicit(&s->k, memory_order_acquire);
+  int64_t period = s->period_ms, epoch = s->epoch;
+  swpy_thread *t = &swpy_t;
+  swpy_rec *r = swpy_rec_get(t);
+  if (r == NULL) return SW_ENOMEM;
+  int e;
+  if (period == 0) {
+    e = sw_keyed_entry_at(k, tm, key, len, n, 0, &t->d);
+    r->t0 = tm;
+  } else {
+    if (period == 1000 && epoch == 0)
+      e = sw_keyed_entry(k, key, len, n, 0, &t->d);
+    else
+      e = sw_keyed_entry_at(k, swpy_scaled(period, epoch), key, len, n, 0, &t->d);
+    r->t0 = sw_now_ns();
+  }
+  const sw_decision *d = &t->d;
+  if (e < 0 || d->verdict != SW_VERDICT_PASS || d->full || d->would_block) {
+    swpy_rec_unget(t, r);
+    return e < 0 ? e : SWPY_NOT_PASS;
+  }
+  r->k = k;
+  r->d = *d;
+  r->n = n;
+  r->period_ms = period;
+  r->epoch = epoch;
+  if (swpy_rec_key(r, key, len) < 0) { /* admitted, but no record of it: ended at once */
+    r->k = NULL;
+    if (period == 0)
+      sw_keyed_exit_at(k, tm, key, len, 0, n, SW_EXIT_ERROR);
+    else
+      sw_keyed_exit(k, key, len, 0, n, SW_EXIT_ERROR);
+    swpy_rec_unget(t, r);
+    return SW_ENOMEM;
+  }
+  atomic_store_explicit(&r->remaining, d->remaining, memory_order_relaxed);
+  return swpy_token_of(r);
 }
 
-int64_t swpy_kenter_at(sw_keyed *k, int64_t t, const char *key, size_t len, int64_t n) {
-  return swpy_kpassed(sw_keyed_entry_at(k, t, key, len, n, 0, &swpy_t.d), t);
+int64_t swpy_kacquire(int64_t site, const char *key, size_t len, int64_t n) {
+  return swpy_kentry(site, key, len, n, 0);
 }
 
-int swpy_kexit(sw_keyed *k, const char *key, size_t len, int64_t t0, int64_t n, uint32_t flags) {
-  return sw_keyed_exit(k, key, len, swpy_rt_ns(t0), n, flags);
+int64_t swpy_kacquire_at(int64_t site, int64_t t, const char *key, size_t len, int64_t n) {
+  return swpy_kentry(site, key, len, n, t);
 }
 
-int swpy_kexit_at(sw_keyed *k, int64_t t, const char *key, size_t len, int64_t t0, int64_t n,
-                  uint32_t flags) {
-  return sw_keyed_exit_at(k, t, key, len, swpy_rt(t, t0), n, flags);
+int64_t swpy_ktoken(int64_t site, const char *key, size_t len, int64_t t0, int64_t n,
+                    int64_t remaining, const sw_decision *d) {
+  const swpy_site *s = swpy_site_at(site);
+  swpy_thread *t = &swpy_t;
+  swpy_rec *r = swpy_rec_get(t);
+  if (r == NULL) return SW_ENOMEM;
+  r->k = NULL;
+  if (swpy_rec_key(r, key, len) < 0) {
+    swpy_rec_unget(t, r);
+    return SW_ENOMEM;
+  }
+  r->k = atomic_load_explicit(&s->k, memory_order_acquire);
+  r->d = *d;
+  r->t0 = t0;
+  r->n = n;
+  r->period_ms = s->period_ms;
+  r->epoch = s->epoch;
+  atomic_store_explicit(&r->remaining, remaining, memory_order_relaxed);
+  return swpy_token_of(r);
+}
+
+int64_t swpy_know(int64_t site) {
+  const swpy_site *s = swpy_site_at(site);
+  return s->period_ms == 0 ? SWPY_CLOCKED : swpy_scaled(s->period_ms, s->epoch);
 }

@@ -28,6 +28,10 @@
 #define SWPY_NO_ENTRY (-1002)   /* a `with` exit without an entry of this thread or task */
 #define SWPY_STALE (-1003)      /* a token already released (by another thread) */
 #define SWPY_CLOCKED (-1004)    /* a site of a limiter with a custom clock: use the *_at call */
+#define SWPY_SLOW (-1005)       /* nothing entered: a key the record cannot keep (see below) */
+
+/* Key bytes a keyed token's record keeps: longer keys take Python's path. */
+#define SWPY_KEY_INLINE 256
 
 /* ---- plain calls on a handle (slow paths, custom clocks, n != 1) ---- */
 
@@ -79,6 +83,15 @@ int64_t swpy_release_err(int64_t token);
 int64_t swpy_exit_token_at(int64_t token, int64_t t, uint32_t flags);
 /* The remaining count of a token's entry, or -1 once its record is reused. */
 int64_t swpy_token_remaining(int64_t token);
+/* Forget a token whose entry will never end (its permit was dropped
+ * unreleased): the entry stays in flight, its record is reused. 0 or
+ * SWPY_STALE. */
+int64_t swpy_abandon(int64_t token);
+/* All or nothing (sw_limiter_cancel, sw_keyed_cancel): give back what the
+ * token's entry counted, which ends it (no exit follows): 0, SWPY_STALE, or
+ * an error. SW_ENOTSUP while libsw has no cancel: the entry is then ended
+ * by a plain exit (it stays counted). t: a custom clock's time, else -1. */
+int64_t swpy_cancel(int64_t token, int64_t t);
 
 /* ---- `with`: entries kept per thread, matched by site and Python context ----
  * An entry records the context (contextvars.Context) current in the calling
@@ -106,15 +119,23 @@ int64_t swpy_with_exit_at(int64_t site, int64_t t, uint32_t flags);
  * (the error printed). */
 int swpy_install(void);
 
-/* ---- keyed tables ----
- * Only a plain pass returns t0: a new key let through uncounted (full,
- * on_full open) and a dry-run pass that would have blocked are
- * SWPY_NOT_PASS, so that Python reads the decision only then
- * (swpy_remaining() after a plain pass). */
-int64_t swpy_kenter(sw_keyed *k, const char *key, size_t len, int64_t n);
-int64_t swpy_kenter_at(sw_keyed *k, int64_t t, const char *key, size_t len, int64_t n);
-int swpy_kexit(sw_keyed *k, const char *key, size_t len, int64_t t0, int64_t n, uint32_t flags);
-int swpy_kexit_at(sw_keyed *k, int64_t t, const char *key, size_t len, int64_t t0, int64_t n,
-                  uint32_t flags);
+/* ---- keyed tables: sites and tokens as above ----
+ * A keyed site names a table and its clock: period_ms 1000 and epoch 0,
+ * libsw's; another period, a clock whose 1000 ms are period_ms of libsw's,
+ * from epoch (libsw.web's rules of other periods); 0, a custom clock, whose
+ * time the *_at calls take. A token's record keeps the key (1 to
+ * SWPY_KEY_INLINE bytes; SWPY_SLOW, nothing entered, otherwise) for the
+ * exit; release and cancel it as any token. */
+int64_t swpy_ksite_new(sw_keyed *k, int64_t period_ms, int64_t epoch);
+/* Enter key with n units: a token on a plain pass; SWPY_NOT_PASS when the
+ * decision (swpy_decision()) is not one (a wait, a block, a dry run's
+ * would-block, a new key that found no place), SWPY_SLOW, or an error. */
+int64_t swpy_kacquire(int64_t site, const char *key, size_t len, int64_t n);
+int64_t swpy_kacquire_at(int64_t site, int64_t t, const char *key, size_t len, int64_t n);
+/* A token for an entry of key a slow path admitted at t0 with decision d. */
+int64_t swpy_ktoken(int64_t site, const char *key, size_t len, int64_t t0, int64_t n,
+                    int64_t remaining, const sw_decision *d);
+/* The site's clock now (ms), or SWPY_CLOCKED for a custom clock. */
+int64_t swpy_know(int64_t site);
 
 #endif

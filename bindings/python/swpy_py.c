@@ -94,11 +94,13 @@ static PyType_Spec swpy_done_spec = {
 /* ------------------------------------------------------------ slots */
 
 static PyObject *swpy_s_enter_slow, *swpy_s_aenter_slow, *swpy_s_exit_slow, *swpy_s_try_acquire,
-    *swpy_s_try_acquired, *swpy_s_failed, *swpy_s_key, *swpy_s_error;
-static PyTypeObject *swpy_permit_type;
+    *swpy_s_try_acquired, *swpy_s_try_acquired_key, *swpy_s_failed, *swpy_s_key, *swpy_s_error;
+static PyTypeObject *swpy_permit_type, *swpy_kpermit_type;
 static PyObject *swpy_zero, *swpy_one;
-/* Offsets of slots: RateLimiter's _site_addr and _fast_site, Permit's. */
-static Py_ssize_t swpy_o_site, swpy_o_fast, swpy_o_lim, swpy_o_n, swpy_o_tok, swpy_o_rem;
+/* Offsets of slots: RateLimiter's _site_addr, _fast_site and _kfast_site,
+ * Permit's, KeyPermit's _key. */
+static Py_ssize_t swpy_o_site, swpy_o_fast, swpy_o_kfast, swpy_o_lim, swpy_o_n, swpy_o_tok, swpy_o_rem,
+    swpy_o_key;
 
 static inline PyObject **swpy_slot(PyObject *o, Py_ssize_t off) {
   return (PyObject **)((char *)o + off);
@@ -223,6 +225,99 @@ static PyObject *swpy_f_exit_err(PyObject *mod, PyObject *token) {
   return swpy_f_exit(token, swpy_exit_err);
 }
 
+/* ---------------------------------------------------------- keyed */
+
+/* A key's bytes: a str's UTF-8 (cached by the str) or a bytes' own; -1
+ * (no exception) for anything else, which Python's path encodes. */
+static inline int swpy_key_bytes(PyObject *key, const char **p, Py_ssize_t *len) {
+  if (PyUnicode_CheckExact(key)) {
+    *p = PyUnicode_AsUTF8AndSize(key, len);
+    if (*p != NULL) return 0;
+    PyErr_Clear(); /* lone surrogates: Python's path (surrogateescape) */
+    return -1;
+  }
+  if (PyBytes_CheckExact(key)) {
+    *p = PyBytes_AS_STRING(key);
+    *len = PyBytes_GET_SIZE(key);
+    return 0;
+  }
+  return -1;
+}
+
+/* swpy_kacquire(_at) of a key object: a token, SWPY_SLOW, or a result. */
+static inline int64_t swpy_kenter_obj(int64_t site, int64_t t, int clocked, PyObject *key, int64_t n) {
+  const char *p;
+  Py_ssize_t len;
+  if (swpy_key_bytes(key, &p, &len) < 0) return SWPY_SLOW;
+  return clocked ? swpy_kacquire_at(site, t, p, (size_t)len, n)
+                 : swpy_kacquire(site, p, (size_t)len, n);
+}
+
+/* An int argument, or INT64_MIN with an exception. */
+static inline int64_t swpy_int_arg(PyObject *o) {
+  int64_t v = PyLong_AsLongLong(o);
+  return v == -1 && PyErr_Occurred() ? INT64_MIN : v;
+}
+
+/* _kenter(site, key, n): swpy_kacquire of a key (str or bytes). */
+static PyObject *swpy_f_kenter(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+  (void)mod;
+  if (nargs != 3) {
+    PyErr_SetString(PyExc_TypeError, "_kenter(site, key, n)");
+    return NULL;
+  }
+  int64_t site = swpy_int_arg(args[0]), n = swpy_int_arg(args[2]);
+  if (site == INT64_MIN || n == INT64_MIN) return NULL;
+  return PyLong_FromLongLong(swpy_kenter_obj(site, 0, 0, args[1], n));
+}
+
+/* _kenter_at(site, t, key, n): at t of the site's custom clock. */
+static PyObject *swpy_f_kenter_at(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+  (void)mod;
+  if (nargs != 4) {
+    PyErr_SetString(PyExc_TypeError, "_kenter_at(site, t, key, n)");
+    return NULL;
+  }
+  int64_t site = swpy_int_arg(args[0]), t = swpy_int_arg(args[1]), n = swpy_int_arg(args[3]);
+  if (site == INT64_MIN || t == INT64_MIN || n == INT64_MIN) return NULL;
+  return PyLong_FromLongLong(swpy_kenter_obj(site, t, 1, args[2], n));
+}
+
+/* _release(token) / _release_err(token): the remaining count (>= 0), or a
+ * negative result (SWPY_STALE: released before). */
+static PyObject *swpy_f_release(PyObject *mod, PyObject *token) {
+  (void)mod;
+  int64_t t = swpy_int_arg(token);
+  return t == INT64_MIN ? NULL : PyLong_FromLongLong(swpy_release_ok(t));
+}
+
+static PyObject *swpy_f_release_err(PyObject *mod, PyObject *token) {
+  (void)mod;
+  int64_t t = swpy_int_arg(token);
+  return t == INT64_MIN ? NULL : PyLong_FromLongLong(swpy_release_err(t));
+}
+
+/* _remaining(): the remaining count of this thread's last decision. */
+static PyObject *swpy_f_remaining(PyObject *mod, PyObject *unused) {
+  (void)mod;
+  (void)unused;
+  return PyLong_FromLongLong(swpy_remaining());
+}
+
+static PyMethodDef swpy_kfunctions[] = {
+    {"_kenter", (PyCFunction)(void (*)(void))swpy_f_kenter, METH_FASTCALL,
+     "_kenter(site, key, n, /)\n--\n\nswpy_kacquire: a token, or a negative result."},
+    {"_kenter_at", (PyCFunction)(void (*)(void))swpy_f_kenter_at, METH_FASTCALL,
+     "_kenter_at(site, t, key, n, /)\n--\n\nswpy_kacquire_at: a token, or a negative result."},
+    {"_release", swpy_f_release, METH_O,
+     "_release(token, /)\n--\n\nswpy_release_ok: the remaining count, or a negative result."},
+    {"_release_err", swpy_f_release_err, METH_O,
+     "_release_err(token, /)\n--\n\nswpy_release_err: the remaining count, or a negative result."},
+    {"_remaining", swpy_f_remaining, METH_NOARGS,
+     "_remaining()\n--\n\nThe remaining count of this thread's last decision."},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyMethodDef swpy_functions[] = {
     {"_decorator_enter", swpy_f_enter, METH_O,
      "_decorator_enter(site, /)\n--\n\nswpy_enter_site(site): a token, or a negative result."},
@@ -235,27 +330,11 @@ static PyMethodDef swpy_functions[] = {
 
 /* ------------------------------------------------ try_acquire, release */
 
-/* try_acquire(n=1, *, key=None): one unit, no key, no custom clock here. */
-static PyObject *swpy_m_try_acquire(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-                                    PyObject *kwnames) {
-  int plain = nargs == 0 || (nargs == 1 && args[0] == swpy_one); /* (the small int 1: not True) */
-  if (plain && kwnames != NULL)
-    plain = PyTuple_GET_SIZE(kwnames) == 1 && args[nargs] == Py_None &&
-            PyUnicode_Compare(PyTuple_GET_ITEM(kwnames, 0), swpy_s_key) == 0;
-  int64_t site = plain ? swpy_slot_int(self, swpy_o_fast) : 0;
-  if (site <= 0) {
-    if (PyErr_Occurred()) return NULL;
-    PyObject *m = PyObject_GetAttr(self, swpy_s_try_acquire);
-    if (m == NULL) return NULL;
-    PyObject *r = PyObject_Vectorcall(m, args, nargs, kwnames);
-    Py_DECREF(m);
-    return r;
-  }
-  int64_t tok = swpy_acquire_site(site);
-  if (tok <= 0) return swpy_slow(self, swpy_s_try_acquired, tok, NULL);
+/* A new permit of type tp (Permit or KeyPermit: no __new__ or __init__ of
+ * their own, so their allocation is their making) for token tok of self. */
+static PyObject *swpy_new_permit(PyTypeObject *tp, PyObject *self, int64_t tok) {
   PyObject *t = PyLong_FromLongLong(tok);
-  /* Permit has no __new__ or __init__ of its own: its allocation is its making */
-  PyObject *p = t == NULL ? NULL : swpy_permit_type->tp_alloc(swpy_permit_type, 0);
+  PyObject *p = t == NULL ? NULL : tp->tp_alloc(tp, 0);
   if (p == NULL) { /* (the entry stays in flight, like a permit never released) */
     Py_XDECREF(t);
     return NULL;
@@ -264,6 +343,45 @@ static PyObject *swpy_m_try_acquire(PyObject *self, PyObject *const *args, Py_ss
   swpy_slot_set(p, swpy_o_n, swpy_ref(swpy_one));
   swpy_slot_set(p, swpy_o_tok, t);
   return p;
+}
+
+/* try_acquire(n=1, *, key=None): one unit and no custom clock here, with a
+ * key of a keyed table (str or bytes) or none. */
+static PyObject *swpy_m_try_acquire(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                    PyObject *kwnames) {
+  int plain = nargs == 0 || (nargs == 1 && args[0] == swpy_one); /* (the small int 1: not True) */
+  PyObject *key = Py_None;
+  if (plain && kwnames != NULL) {
+    plain = PyTuple_GET_SIZE(kwnames) == 1 &&
+            PyUnicode_Compare(PyTuple_GET_ITEM(kwnames, 0), swpy_s_key) == 0;
+    if (plain) key = args[nargs];
+  }
+  int64_t site = plain ? swpy_slot_int(self, key == Py_None ? swpy_o_fast : swpy_o_kfast) : 0;
+  if (PyErr_Occurred()) return NULL;
+  if (site > 0 && key == Py_None) {
+    int64_t tok = swpy_acquire_site(site);
+    if (tok <= 0) return swpy_slow(self, swpy_s_try_acquired, tok, NULL);
+    return swpy_new_permit(swpy_permit_type, self, tok);
+  }
+  if (site > 0) {
+    int64_t tok = swpy_kenter_obj(site, 0, 0, key, 1);
+    if (tok > 0) {
+      PyObject *p = swpy_new_permit(swpy_kpermit_type, self, tok);
+      if (p != NULL) swpy_slot_set(p, swpy_o_key, swpy_ref(key));
+      return p;
+    }
+    if (tok == SWPY_NOT_PASS) { /* _try_acquired_key(rc, key): the decision, from Python */
+      PyObject *rc = PyLong_FromLongLong(tok), *r = NULL;
+      if (rc != NULL) r = PyObject_CallMethodObjArgs(self, swpy_s_try_acquired_key, rc, key, NULL);
+      Py_XDECREF(rc);
+      return r;
+    }
+  } /* nothing entered (another form, a key the record cannot keep, an error): Python's path */
+  PyObject *m = PyObject_GetAttr(self, swpy_s_try_acquire);
+  if (m == NULL) return NULL;
+  PyObject *r = PyObject_Vectorcall(m, args, nargs, kwnames);
+  Py_DECREF(m);
+  return r;
 }
 
 /* Permit.release(error=False). */
@@ -294,6 +412,19 @@ static PyObject *swpy_m_release(PyObject *self, PyObject *const *args, Py_ssize_
   swpy_slot_set(self, swpy_o_rem, r);
   swpy_slot_set(self, swpy_o_tok, swpy_ref(swpy_zero));
   Py_RETURN_NONE;
+}
+
+/* tp_finalize of the permit classes: a permit dropped unreleased leaves
+ * its entry in flight (docs/python.md) but gives its token's record back. */
+static void swpy_permit_finalize(PyObject *self) {
+  PyObject *tok = *swpy_slot(self, swpy_o_tok);
+  if (tok == NULL || !PyLong_CheckExact(tok)) return;
+  PyObject *et, *ev, *tb;
+  PyErr_Fetch(&et, &ev, &tb);
+  int64_t t = PyLong_AsLongLong(tok);
+  if (t > 0) swpy_abandon(t);
+  PyErr_Clear();
+  PyErr_Restore(et, ev, tb);
 }
 
 static PyMethodDef swpy_methods[] = {
@@ -348,6 +479,21 @@ static int swpy_set_functions(const char *mod, PyMethodDef *defs) {
   return rc;
 }
 
+/* Give the permit classes (Permit and its subclasses made so far) the
+ * finalizer: 0 or -1. */
+static int swpy_set_finalizer(PyObject *cls) {
+  PyTypeObject *tp = (PyTypeObject *)cls;
+  tp->tp_finalize = swpy_permit_finalize;
+  PyType_Modified(tp);
+  PyObject *subs = PyObject_CallMethod(cls, "__subclasses__", NULL);
+  if (subs == NULL) return -1;
+  int rc = 0;
+  for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(subs); i++)
+    rc = swpy_set_finalizer(PyList_GET_ITEM(subs, i));
+  Py_DECREF(subs);
+  return rc;
+}
+
 /* The class name of module libsw.<mod>: a new reference, or NULL. */
 static PyObject *swpy_class(const char *mod, const char *name) {
   PyObject *m = PyImport_ImportModule(mod), *c;
@@ -368,7 +514,7 @@ static PyObject *swpy_intern(const char *s) { return PyUnicode_InternFromString(
 int swpy_install(void) {
   PyGILState_STATE g = PyGILState_Ensure();
   int rc = -1;
-  PyObject *lim = NULL, *permit = NULL;
+  PyObject *lim = NULL, *permit = NULL, *kpermit = NULL;
   if (swpy_done_type == NULL) {
     swpy_done_type = (PyTypeObject *)PyType_FromSpec(&swpy_done_spec);
     if (swpy_done_type == NULL || (swpy_done_none = swpy_done_new(Py_None)) == NULL) goto out;
@@ -377,30 +523,38 @@ int swpy_install(void) {
         !(swpy_s_exit_slow = swpy_intern("_exit_slow")) ||
         !(swpy_s_try_acquire = swpy_intern("_try_acquire")) ||
         !(swpy_s_try_acquired = swpy_intern("_try_acquired")) ||
+        !(swpy_s_try_acquired_key = swpy_intern("_try_acquired_key")) ||
         !(swpy_s_failed = swpy_intern("_failed")) || !(swpy_s_key = swpy_intern("key")) ||
         !(swpy_s_error = swpy_intern("error")) || !(swpy_zero = PyLong_FromLong(0)) ||
         !(swpy_one = PyLong_FromLong(1)))
       goto out;
   }
   if (!(lim = swpy_class("libsw._limiter", "RateLimiter")) ||
-      !(permit = swpy_class("libsw._permit", "Permit")))
+      !(permit = swpy_class("libsw._permit", "Permit")) ||
+      !(kpermit = swpy_class("libsw._keyed", "KeyPermit")))
     goto out;
   if ((swpy_o_site = swpy_slot_offset(lim, "_site_addr")) < 0 ||
       (swpy_o_fast = swpy_slot_offset(lim, "_fast_site")) < 0 ||
+      (swpy_o_kfast = swpy_slot_offset(lim, "_kfast_site")) < 0 ||
+      (swpy_o_key = swpy_slot_offset(kpermit, "_key")) < 0 ||
       (swpy_o_lim = swpy_slot_offset(permit, "_lim")) < 0 ||
       (swpy_o_n = swpy_slot_offset(permit, "n")) < 0 ||
       (swpy_o_tok = swpy_slot_offset(permit, "_tok")) < 0 ||
       (swpy_o_rem = swpy_slot_offset(permit, "_rem")) < 0)
     goto out;
   Py_XSETREF(swpy_permit_type, (PyTypeObject *)swpy_ref(permit));
+  Py_XSETREF(swpy_kpermit_type, (PyTypeObject *)swpy_ref(kpermit));
   if (swpy_set_methods(lim, swpy_methods) < 0 || swpy_set_methods(permit, swpy_permit_methods) < 0 ||
-      swpy_set_functions("libsw._limiter", swpy_functions) < 0)
+      swpy_set_finalizer(permit) < 0 ||
+      swpy_set_functions("libsw._limiter", swpy_functions) < 0 ||
+      swpy_set_functions("libsw._keyed", swpy_kfunctions) < 0)
     goto out;
   rc = 0;
 out:
   if (rc < 0) PyErr_Print();
   Py_XDECREF(lim);
   Py_XDECREF(permit);
+  Py_XDECREF(kpermit);
   PyGILState_Release(g);
   return rc;
 }

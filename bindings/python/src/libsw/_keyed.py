@@ -19,12 +19,20 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional,
 
 from ._errors import ArgumentError, BlockedError, ClosedError, check, error_from_code
 from ._libsw import ffi, lib
-from ._permit import Permit, _Outcome, admitted, refused
+from ._permit import Permit, _ClockPermit, _Outcome, admitted, refused
 from ._util import new_options, pop_entered, want_int
 from ._wait import new_info, run, run_async, steps
 
 if TYPE_CHECKING:
     from ._limiter import RateLimiter
+
+    # The keyed fast paths (swpy_py.c, set by swpy_install): swpy_kacquire
+    # of a key object, the release of a token, with the GIL held.
+    def _kenter(site: int, key: object, n: int) -> int: ...
+    def _kenter_at(site: int, t: int, key: object, n: int) -> int: ...
+    def _release(token: int) -> int: ...
+    def _release_err(token: int) -> int: ...
+    def _remaining() -> int: ...
 
 F = TypeVar("F", bound=Callable[..., Any])
 Key = Union[str, bytes]
@@ -40,11 +48,9 @@ ON_FULL = {"evict": lib.SW_FULL_EVICT, "open": lib.SW_FULL_OPEN, "allow": lib.SW
 _BY = {"pass": lib.SW_KEYED_BY_PASS, "block": lib.SW_KEYED_BY_BLOCK}
 _SCAN_BATCH = 256  # keys read per sw_keyed_scan_at call
 _N_MAX = 2**31 - 1  # units of one entry
-_kenter = lib.swpy_kenter
-_kenter_at = lib.swpy_kenter_at
-_remaining = lib.swpy_remaining
-_kexit = lib.swpy_kexit
-_kexit_at = lib.swpy_kexit_at
+_SLOW: int = lib.SWPY_SLOW
+_STALE: int = lib.SWPY_STALE
+_ENOTSUP: int = lib.SW_ENOTSUP
 
 # `with key_limiter:` keeps (view, permit, previous) per thread and task.
 _active: "contextvars.ContextVar[Optional[tuple]]" = contextvars.ContextVar("libsw_key_active", default=None)
@@ -205,18 +211,48 @@ _INFO_FIELDS = [f for f in KeyedStats.__dataclass_fields__ if f != "pass_"]
 # ----------------------------------------------------------------- table
 
 
+class _KSite:
+    """A keyed table's site (swpy.h): its handle and clock in C, named by a
+    small integer n; it holds the handle until it is freed itself (tokens
+    in flight exit safely after a close())."""
+
+    __slots__ = ("n", "h")
+
+    def __init__(self, h: Any, period_ms: int, epoch: int) -> None:
+        self.h = h
+        self.n = check(lib.swpy_ksite_new(h, period_ms, epoch), "keyed site")
+
+    def __del__(self, _free: Any = lib.swpy_site_free) -> None:  # (no global lookups at exit)
+        _free(self.n)
+
+
 class KeyedTable:
     """One sw_keyed handle, the entries and the reads of its keys. close()
     swaps the handle for NULL: later calls fail with SW_ENULL (turned into
-    ClosedError); permits in flight hold the handle, so its memory goes
-    with the last of them."""
+    ClosedError); tokens in flight hold the handle (through the site), so
+    its memory goes with the last of them.
 
-    __slots__ = ("h", "interval_ms", "created")
+    Entries go through the table's site (:meth:`make_site`): one C call
+    enters a key and returns a token (an integer naming the entry, with the
+    key kept in C for its exit), which a permit holds and release() ends."""
+
+    __slots__ = ("h", "interval_ms", "created", "site", "custom", "_site")
 
     def __init__(self, h: Any) -> None:
         self.h = h
         self.created = lib.sw_keyed_created(h) == 1
         self.interval_ms = self.stats().interval_ms
+        self.site = 0  #: the site's number, 0 until make_site()
+        self.custom = False  #: the site runs on a custom clock (its time passed by Python)
+        self._site: Optional[_KSite] = None
+
+    def make_site(self, custom: bool, period_ms: int = 1000, epoch: int = 0) -> None:
+        """The site of entries: on a custom clock (custom: Python passes its
+        time), on libsw's (period 1000, epoch 0), or on a clock whose 1000 ms
+        are period_ms of libsw's, from epoch (libsw.web's rules)."""
+        self._site = _KSite(self.h, 0 if custom else period_ms, 0 if custom else epoch)
+        self.site = self._site.n
+        self.custom = custom
 
     @staticmethod
     def options(opts: Any, on_full: str, key_bytes: int) -> Any:
@@ -259,6 +295,8 @@ class KeyedTable:
 
     def close(self) -> None:
         self.h = ffi.NULL
+        if self._site is not None:
+            lib.swpy_site_clear(self.site)
 
     def handle(self) -> Any:
         h = self.h
@@ -268,85 +306,122 @@ class KeyedTable:
 
     # ---------------------------------------------------------- entries
 
-    @staticmethod
-    def _enter(h: Any, clock: Optional[Callable[[], int]], kb: bytes, n: int) -> int:
-        if clock is None:
-            return _kenter(h, kb, len(kb), n)
-        return _kenter_at(h, clock(), kb, len(kb), n)
+    def enter(self, lim: "RateLimiter", key: object, n: int) -> int:
+        """Enter key with n units: a token on a plain pass, else
+        SWPY_NOT_PASS (the decision in swpy_decision()) or an error code.
+        A key that is not str or bytes raises TypeError."""
+        site = self.site
+        if self.custom:
+            t = lim._clock()  # type: ignore[misc]
+            rc = _kenter_at(site, t, key, n)
+            if rc == _SLOW:
+                rc = _kenter_at(site, t, encode_key(key), n)
+            return rc
+        rc = _kenter(site, key, n)
+        if rc == _SLOW:
+            rc = _kenter(site, encode_key(key), n)
+        return rc
+
+    def permit(self, lim: "RateLimiter", key: Key, n: int, tok: int) -> Permit:
+        """The permit of token tok of an entry admitted at once."""
+        if self.custom:
+            return KeyOutcome._new(self, lim, key, n, tok, _remaining(), 0.0, False, False)
+        p = KeyPermit()
+        p._lim = lim
+        p.n = n
+        p._tok = tok
+        p._key = key
+        return p
 
     def acquire(self, lim: "RateLimiter", key: Key, n: object, block: Optional[bool], timeout: Optional[float],
                 kb: Optional[bytes] = None) -> Permit:
         """Enter key with n units: an admitted permit, or BlockedError (or
-        waits: block, a pacing WAIT). The fast path makes no view and reads
-        one integer of the decision."""
-        if kb is None:
-            kb = key if key.__class__ is bytes else encode_key(key)
+        waits: block, a pacing WAIT)."""
         if n.__class__ is not int or not 0 <= n <= _N_MAX:  # type: ignore[operator]
             n = lim._check_n(n)
-        h = self.h
-        clock = lim._clock
-        rc = _kenter(h, kb, len(kb), n) if clock is None else _kenter_at(h, clock(), kb, len(kb), n)
-        if rc >= 0:
-            p = admitted(KeyedPermit, lim, n, 0, _remaining())
-            p._key = key
-            p._kb = kb
-            p.full = False
-            p._h = h
-            p._t0 = rc
-            return p
+        rc = self.enter(lim, key, n)  # type: ignore[arg-type]
+        if rc > 0:
+            return self.permit(lim, key, n, rc)  # type: ignore[arg-type]
+        return self.finish(lim, key, n, rc, block, timeout)  # type: ignore[arg-type]
+
+    def finish(self, lim: "RateLimiter", key: Key, n: int, rc: int, block: Optional[bool],
+               timeout: Optional[float]) -> Permit:
+        """An entry whose first try returned rc (not a token): waited for
+        (time.sleep), retried (block), or refused (BlockedError)."""
         info = new_info()
-        rc = run(self._steps(lim, key, kb, h, n, rc, block, timeout, info), lim._sleep)
-        return self._admitted(lim, key, kb, n, h, rc, info)
+        kb = encode_key(key)
+        t0 = run(self._steps(lim, key, kb, n, rc, block, timeout, info), lim._sleep)
+        return self._admitted(lim, key, kb, n, t0, info)
 
     async def acquire_async(self, lim: "RateLimiter", key: Key, n: object, block: Optional[bool],
                             timeout: Optional[float], kb: Optional[bytes] = None) -> Permit:
-        if kb is None:
-            kb = encode_key(key)
         if n.__class__ is not int or not 0 <= n <= _N_MAX:  # type: ignore[operator]
             n = lim._check_n(n)
-        h = self.h
-        rc = self._enter(h, lim._clock, kb, n)
-        if rc >= 0:
-            return KeyedPermit._new(lim, key, kb, n, h, rc, _remaining(), 0.0, False, False)
+        rc = self.enter(lim, key, n)  # type: ignore[arg-type]
+        if rc > 0:
+            return self.permit(lim, key, n, rc)  # type: ignore[arg-type]
+        return await self.finish_async(lim, key, n, rc, block, timeout)  # type: ignore[arg-type]
+
+    async def finish_async(self, lim: "RateLimiter", key: Key, n: int, rc: int, block: Optional[bool],
+                           timeout: Optional[float]) -> Permit:
+        """:meth:`finish` for coroutines: waits with the limiter's async sleep."""
         info = new_info()
-        rc = await run_async(self._steps(lim, key, kb, h, n, rc, block, timeout, info), lim._async_sleep)
-        return self._admitted(lim, key, kb, n, h, rc, info)
+        kb = encode_key(key)
+        t0 = await run_async(self._steps(lim, key, kb, n, rc, block, timeout, info), lim._async_sleep)
+        return self._admitted(lim, key, kb, n, t0, info)
 
     def try_acquire(self, lim: "RateLimiter", key: Key, n: object, kb: Optional[bytes] = None) -> Permit:
         try:
-            return self.acquire(lim, key, n, False, None, kb)
+            return self.acquire(lim, key, n, False, None)
         except BlockedError as e:
-            return KeyedPermit._refused(lim, key, kb, n, e)
+            return KeyOutcome._refused(lim, key, n, e)
+
+    def try_finish(self, lim: "RateLimiter", key: Key, n: int, rc: int) -> Permit:
+        """try_acquire() after a first try that returned rc (not a token)."""
+        try:
+            return self.finish(lim, key, n, rc, False, None)
+        except BlockedError as e:
+            return KeyOutcome._refused(lim, key, n, e)
 
     async def try_acquire_async(self, lim: "RateLimiter", key: Key, n: object,
                                 kb: Optional[bytes] = None) -> Permit:
         try:
-            return await self.acquire_async(lim, key, n, False, None, kb)
+            return await self.acquire_async(lim, key, n, False, None)
         except BlockedError as e:
-            return KeyedPermit._refused(lim, key, kb, n, e)
+            return KeyOutcome._refused(lim, key, n, e)
 
-    def _steps(self, lim: "RateLimiter", key: Key, kb: bytes, h: Any, n: int, rc: int, block: Optional[bool],
+    def t0_now(self, lim: "RateLimiter") -> int:
+        """An entry's start as its token keeps it: the custom clock's ms, or ns."""
+        return lim._clock() if self.custom else lib.sw_now_ns()  # type: ignore[misc]
+
+    def _steps(self, lim: "RateLimiter", key: Key, kb: bytes, n: int, rc: int, block: Optional[bool],
                timeout: Optional[float], info: List[Any]) -> Any:
-        clock = lim._clock
-
         def fail(rc: int) -> Exception:
             if self.h == ffi.NULL:
                 return ClosedError("limiter of key %r is closed" % (_short(key),))
             return key_error(key, kb, rc)
 
-        def end() -> None:  # of an entry whose wait was interrupted
-            KeyedPermit._new(lim, key, kb, n, h, lim._t0_now(), 0, 0.0, False, True).release(error=True)
+        def end() -> None:  # of an entry whose wait was interrupted: counted as failed
+            h = self.h
+            if self.custom:
+                lib.sw_keyed_exit_at(h, lim._clock(), kb, len(kb), 0, n, _EXIT_ERROR)  # type: ignore[misc]
+            else:
+                lib.sw_keyed_exit(h, kb, len(kb), 0, n, _EXIT_ERROR)
 
-        return steps(rc, lambda: self._enter(self.h, clock, kb, n), end, fail, lim._t0_now, key,
+        return steps(rc, lambda: self.enter(lim, kb, n), end, fail, lambda: self.t0_now(lim), key,
                      lim._blocking if block is None else bool(block), lim._timeout if timeout is None else timeout,
                      info)
 
-    @staticmethod
-    def _admitted(lim: "RateLimiter", key: Key, kb: bytes, n: int, h: Any, t0: int, info: List[Any]) -> "KeyedPermit":
-        d = lib.swpy_decision()  # this thread's last entry: this one
-        p = KeyedPermit._new(lim, key, kb, n, h, t0, d.remaining if info[1] is None else info[1], info[0],
-                             bool(d.would_block), info[3])
-        return p
+    def _admitted(self, lim: "RateLimiter", key: Key, kb: bytes, n: int, t0: int, info: List[Any]) -> "KeyOutcome":
+        """The permit of an entry a slow path admitted at t0 (a wait, a
+        retry, a dry run's would-block, a new key let through uncounted)."""
+        d = info[4]  # the admitting decision, None: a retry passed at once (t0 is its token)
+        if d is None:
+            return KeyOutcome._new(self, lim, key, n, t0, _remaining(), info[0], False, False)
+        # a new key let through uncounted (on_full "open") has nothing to end: no token
+        tok = 0 if d.full else check(lib.swpy_ktoken(self.site, kb, len(kb), t0, n, d.remaining, d), "token")
+        return KeyOutcome._new(self, lim, key, n, tok, d.remaining if info[1] is None else info[1], info[0],
+                               bool(d.would_block), bool(d.full))
 
     # ------------------------------------------------------------ reads
 
@@ -403,59 +478,57 @@ class KeyedTable:
         check(lib.sw_keyed_set_dry_run(self.handle(), 1 if on else 0), "set_dry_run")
 
 
-class KeyedPermit(_Outcome):
-    """A permit of one key of a keyed table; ``limiter`` is the key's
-    :class:`KeyLimiter`, made when asked for. ``full``: the key found no
-    place (``on_full="open"`` let it through uncounted, ``"closed"`` refused
-    it). Its release passes the key to the table (h: the table's handle,
-    None once released)."""
+class _KeyPermitMixin:
+    """What the permits of a key add to a limiter's: ``limiter`` is the
+    key's :class:`KeyLimiter`, made when asked for."""
 
-    __slots__ = ("_key", "_kb", "full", "_h", "_t0")
+    __slots__ = ()
+    _lim: "RateLimiter"
+    _key: Key
 
     @property
     def limiter(self) -> "KeyLimiter":
-        return KeyLimiter(self._lim, self._key, self._kb)
+        return KeyLimiter(self._lim, self._key, encode_key(self._key))
 
-    @property
-    def active(self) -> bool:
-        return self._h is not None
+
+class KeyPermit(_KeyPermitMixin, Permit):
+    """A key's permit admitted at once: a token (released by Permit's C
+    release), the limiter and the key. swpy_py.c makes it in try_acquire."""
+
+    __slots__ = ("_key",)
+    full = False  #: the key found no place (never, for a permit admitted at once)
+
+
+class KeyOutcome(_KeyPermitMixin, _Outcome):
+    """A key's permit that waited, would have blocked, found no place
+    (``full``: ``on_full="open"`` let it through uncounted, ``"closed"``
+    refused it), or was refused; or one of a table on a custom clock
+    (then released at that clock's time)."""
+
+    __slots__ = ("_key", "full")
 
     @staticmethod
-    def _new(lim: "RateLimiter", key: Key, kb: bytes, n: int, h: Any, t0: int, remaining: int, waited: float,
-             would_block: bool, full: bool) -> "KeyedPermit":
-        p = admitted(KeyedPermit, lim, n, 0, remaining, waited, False, would_block)
+    def _new(kt: "KeyedTable", lim: "RateLimiter", key: Key, n: int, tok: int, remaining: int, waited: float,
+             would_block: bool, full: bool) -> "KeyOutcome":
+        p = admitted(ClockKeyOutcome if kt.custom else KeyOutcome, lim, n, tok, remaining, waited, False,
+                     would_block)
         p._key = key
-        p._kb = kb
         p.full = full
-        p._h = h
-        p._t0 = t0
         return p
 
     @staticmethod
-    def _refused(lim: "RateLimiter", key: Key, kb: Optional[bytes], n: object, e: BlockedError) -> "KeyedPermit":
-        p = refused(KeyedPermit, lim, cast(int, n), e.retry_after, e.remaining)
+    def _refused(lim: "RateLimiter", key: Key, n: object, e: BlockedError) -> "KeyOutcome":
+        p = refused(KeyOutcome, lim, cast(int, n), e.retry_after, e.remaining)
         p._key = key
-        p._kb = kb if kb is not None else encode_key(key)
         p.full = e.full
-        p._h = None
         return p
 
-    def release(self, error: bool = False) -> None:
-        """End the admitted work (once; later calls do nothing)."""
-        h = self._h
-        if h is None:
-            return
-        self._h = None
-        kb = self._kb
-        clock = self._lim._clock
-        flags = _EXIT_ERROR if error else 0
-        if clock is None:
-            rc = _kexit(h, kb, len(kb), self._t0, self.n, flags)
-        else:
-            rc = _kexit_at(h, clock(), kb, len(kb), self._t0, self.n, flags)
-        # a concurrency key let through uncounted (on_full "open") has nothing in flight
-        if rc < 0 and not (rc == _ESTATE and self.full):
-            raise error_from_code(rc, "release")
+
+class ClockKeyOutcome(KeyOutcome):
+    """A KeyOutcome of a table on a custom clock: released at its time."""
+
+    __slots__ = ()
+    release = _ClockPermit.release
 
 
 # ------------------------------------------------------------------ view

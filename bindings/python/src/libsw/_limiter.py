@@ -40,7 +40,7 @@ from ._cluster import FAILURES as _FAILURES
 from ._cluster import Cluster as _Cluster
 from ._cluster import Settings as _ClusterSettings
 from ._cluster import resource_name as _resource_name
-from ._errors import ArgumentError, BlockedError, ClosedError, check, error_from_code
+from ._errors import ArgumentError, BlockedError, ClosedError, NotSupportedError, check, error_from_code
 from ._keyed import KeyedTable, KeyLimiter, keys_segment_name
 from ._libsw import ffi, lib
 from ._perkey import PerKey, check_on_full
@@ -239,8 +239,10 @@ class RateLimiter(PerKey):
     """
 
     # Read by the C methods (swpy_py.c) at their offsets: the site (swpy.h),
-    # and the same for try_acquire's fast path (0 with a custom clock).
-    __slots__ = ("_site_addr", "_fast_site")
+    # and the same for try_acquire's fast path (0 with a custom clock), and
+    # for try_acquire(key=)'s: the keyed table's site (0: none, or a custom
+    # clock).
+    __slots__ = ("_site_addr", "_fast_site", "_kfast_site")
 
     # --------------------------------------------------------- construction
 
@@ -544,6 +546,20 @@ class RateLimiter(PerKey):
         self._site = _Site(self._h, self._flags, self._clock is not None)
         self._site_addr = self._site.n
         self._fast_site = 0 if self._clock is not None else self._site_addr  # try_acquire's
+        kt = self._kt if self._key is None else None
+        if kt is not None and kt.site == 0:
+            kt.make_site(self._clock is not None)
+        self._kfast_site = kt.site if kt is not None and not kt.custom else 0
+
+    def _scale_clock(self, period_ms: int, epoch: int) -> None:
+        """Entries of keys on a clock whose 1000 ms are period_ms of libsw's,
+        from epoch, read in C (libsw.web's rules of other periods; the
+        limiter's clock= computes the same for its Python paths)."""
+        kt = self._kt
+        if kt is None:
+            raise NotSupportedError("a scaled clock needs a keyed table", lib.SW_ENOTSUP)
+        kt.make_site(False, period_ms, epoch)
+        self._kfast_site = kt.site
 
     def _site_for_wrapper(self) -> Tuple[Any, int]:
         """This limiter's site and its address, for a decorator."""
@@ -850,6 +866,11 @@ class RateLimiter(PerKey):
             return self.acquire(n, key=key, block=False)
         except BlockedError as e:
             return refused(_Outcome, self._target(key), n, e.retry_after, e.remaining)
+
+    def _try_acquired_key(self, rc: int, key: Union[str, bytes]) -> Permit:
+        """try_acquire(key=) after an entry of one unit that did not pass at
+        once (rc): waited for (a WAIT verdict), or a false permit."""
+        return self._kt.try_finish(self, key, 1, rc)  # type: ignore[union-attr]
 
     def _try_acquired(self, rc: int) -> Permit:
         """try_acquire() after an entry of one unit that did not pass at once

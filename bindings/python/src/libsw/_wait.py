@@ -15,7 +15,7 @@ import math
 from typing import Any, Awaitable, Callable, Generator, List, Optional
 
 from ._errors import BlockedError
-from ._libsw import lib
+from ._libsw import ffi, lib
 
 NOT_PASS: int = lib.SWPY_NOT_PASS
 _PASS: int = lib.SW_VERDICT_PASS
@@ -26,8 +26,10 @@ Steps = Generator[float, None, int]
 
 def new_info() -> List[Any]:
     """What steps() reports: [seconds waited, remaining (None: read it after
-    a pass), borrowed, full (a keyed table's new key found no place)]."""
-    return [0.0, None, False, False]
+    a pass), borrowed, full (a keyed table's new key found no place), the
+    admitting decision (a copy; None when a retry passed at once, its
+    result then being what retry() returns)]."""
+    return [0.0, None, False, False, None]
 
 
 def steps(rc: int, retry: Callable[[], int], end: Callable[[], None], fail: Callable[[int], Exception],
@@ -46,6 +48,8 @@ def steps(rc: int, retry: Callable[[], int], end: Callable[[], None], fail: Call
         if info is not None:
             info[3] = full
         if d.verdict == _PASS:  # a keyed table's new key let through uncounted (on_full "open")
+            if info is not None:
+                info[4] = ffi.new("sw_decision *", d[0])
             rc = now()
             break
         if d.verdict == _WAIT:
@@ -53,6 +57,7 @@ def steps(rc: int, retry: Callable[[], int], end: Callable[[], None], fail: Call
             if info is not None:
                 info[1] = d.remaining
                 info[2] = bool(d.borrowed)
+                info[4] = ffi.new("sw_decision *", d[0])  # (an async sleep lets other entries in)
             try:
                 yield s
             except BaseException:  # interrupted or cancelled: end the admitted entry
