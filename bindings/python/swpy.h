@@ -118,6 +118,10 @@ int64_t swpy_with_exit_at(int64_t site, int64_t t, uint32_t flags);
  * _decorator_exit_ok and _decorator_exit_err in libsw._limiter: 0, or -1
  * (the error printed). */
 int swpy_install(void);
+/* Install libsw.web's fast path (swpy_web.c): the functions _web_enter,
+ * _web_fields and _web_start of libsw.web._outcome, and Outcome.release:
+ * 0, or -1 (the error printed). */
+int swpy_web_install(void);
 
 /* ---- keyed tables: sites and tokens as above ----
  * A keyed site names a table and its clock: period_ms 1000 and epoch 0,

@@ -25,12 +25,7 @@
 #define PyObject_Vectorcall _PyObject_Vectorcall
 #endif
 
-#include "swpy.h"
-
-static PyObject *swpy_ref(PyObject *o) {
-  Py_INCREF(o);
-  return o;
-}
+#include "swpy_pyutil.h"
 
 /* ------------------------------------------------- a done awaitable */
 
@@ -101,36 +96,6 @@ static PyObject *swpy_zero, *swpy_one;
  * Permit's, KeyPermit's _key. */
 static Py_ssize_t swpy_o_site, swpy_o_fast, swpy_o_kfast, swpy_o_lim, swpy_o_n, swpy_o_tok, swpy_o_rem,
     swpy_o_key;
-
-static inline PyObject **swpy_slot(PyObject *o, Py_ssize_t off) {
-  return (PyObject **)((char *)o + off);
-}
-
-/* An int slot (0 when unset). */
-static inline int64_t swpy_slot_int(PyObject *o, Py_ssize_t off) {
-  PyObject *v = *swpy_slot(o, off);
-  return v == NULL ? 0 : PyLong_AsLongLong(v);
-}
-
-/* Set a slot to a new reference (value stolen). */
-static inline void swpy_slot_set(PyObject *o, Py_ssize_t off, PyObject *value) {
-  PyObject **slot = swpy_slot(o, off), *old = *slot;
-  *slot = value;
-  Py_XDECREF(old);
-}
-
-/* The offset of slot name of cls; -1 with an exception. */
-static Py_ssize_t swpy_slot_offset(PyObject *cls, const char *name) {
-  PyObject *d = PyObject_GetAttrString(cls, name);
-  if (d == NULL) return -1;
-  Py_ssize_t off = -1;
-  if (Py_TYPE(d) == &PyMemberDescr_Type && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX)
-    off = ((PyMemberDescrObject *)d)->d_member->offset;
-  else
-    PyErr_Format(PyExc_TypeError, "%s is not a slot", name);
-  Py_DECREF(d);
-  return off;
-}
 
 /* ---------------------------------------------------- with, async with */
 
@@ -226,38 +191,6 @@ static PyObject *swpy_f_exit_err(PyObject *mod, PyObject *token) {
 }
 
 /* ---------------------------------------------------------- keyed */
-
-/* A key's bytes: a str's UTF-8 (cached by the str) or a bytes' own; -1
- * (no exception) for anything else, which Python's path encodes. */
-static inline int swpy_key_bytes(PyObject *key, const char **p, Py_ssize_t *len) {
-  if (PyUnicode_CheckExact(key)) {
-    *p = PyUnicode_AsUTF8AndSize(key, len);
-    if (*p != NULL) return 0;
-    PyErr_Clear(); /* lone surrogates: Python's path (surrogateescape) */
-    return -1;
-  }
-  if (PyBytes_CheckExact(key)) {
-    *p = PyBytes_AS_STRING(key);
-    *len = PyBytes_GET_SIZE(key);
-    return 0;
-  }
-  return -1;
-}
-
-/* swpy_kacquire(_at) of a key object: a token, SWPY_SLOW, or a result. */
-static inline int64_t swpy_kenter_obj(int64_t site, int64_t t, int clocked, PyObject *key, int64_t n) {
-  const char *p;
-  Py_ssize_t len;
-  if (swpy_key_bytes(key, &p, &len) < 0) return SWPY_SLOW;
-  return clocked ? swpy_kacquire_at(site, t, p, (size_t)len, n)
-                 : swpy_kacquire(site, p, (size_t)len, n);
-}
-
-/* An int argument, or INT64_MIN with an exception. */
-static inline int64_t swpy_int_arg(PyObject *o) {
-  int64_t v = PyLong_AsLongLong(o);
-  return v == -1 && PyErr_Occurred() ? INT64_MIN : v;
-}
 
 /* _kenter(site, key, n): swpy_kacquire of a key (str or bytes). */
 static PyObject *swpy_f_kenter(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {

@@ -12,14 +12,18 @@ framework is a dependency of libsw: each adapter imports its framework
 only when it is imported. See docs/web.md.
 """
 from ._asgi import RateLimitMiddleware, asgi_request
-from ._core import DEFAULT, Limiter, Outcome, Rule, default_segment, retry_after_header
-from ._keys import Request, global_key, header, key_function, path_param, remote_address, user
+from ._core import DEFAULT, DEFAULT_CAPACITY, Limiter
+from ._keys import Request, global_key, header, key_function, normalize_key, path_param, remote_address, user
+from ._outcome import Outcome, ResponseInfo, retry_after_header
 from ._rates import Rate, parse_rate, parse_rates
-from ._routes import Routes
+from ._routes import Plan, Routes
+from ._rules import Rule, Table
+from ._segment import default_segment
 from ._wsgi import WSGIRateLimitMiddleware, wsgi_request
 
 __all__ = [
-    "DEFAULT", "Limiter", "Outcome", "Rate", "RateLimitMiddleware", "Request", "Routes", "Rule",
-    "WSGIRateLimitMiddleware", "asgi_request", "default_segment", "global_key", "header", "key_function",
-    "parse_rate", "parse_rates", "path_param", "remote_address", "retry_after_header", "user", "wsgi_request",
+    "DEFAULT", "DEFAULT_CAPACITY", "Limiter", "Outcome", "Plan", "Rate", "RateLimitMiddleware", "Request",
+    "ResponseInfo", "Routes", "Rule", "Table", "WSGIRateLimitMiddleware", "asgi_request", "default_segment",
+    "global_key", "header", "key_function", "normalize_key", "parse_rate", "parse_rates", "path_param",
+    "remote_address", "retry_after_header", "user", "wsgi_request",
 ]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Awaitable, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
-from ._core import Outcome, custom_response, refusal
+from ._core import custom_response
 from ._keys import Request
+from ._outcome import Outcome, ResponseInfo, _web_enter, _web_fields, pass_fields, refusal  # type: ignore[attr-defined]
 from ._routes import Middleware
 
 
@@ -25,14 +26,19 @@ def _asgi_user(scope: Mapping[str, Any]) -> Optional[str]:
 
 
 def asgi_request(scope: Mapping[str, Any], params: Optional[Mapping[str, Any]] = None) -> Request:
-    """A Request of an ASGI http scope."""
+    """A Request of an ASGI http scope. A header of several lines reads as
+    their values joined with "," in order, as WSGI servers join them: a
+    proxy that adds its own X-Forwarded-For line is read the same way under
+    uvicorn and gunicorn."""
     raw = scope.get("headers") or ()
     cache: Dict[str, str] = {}
 
     def header(name: str) -> Optional[str]:
         if not cache and raw:
             for k, v in raw:
-                cache.setdefault(k.decode("latin-1").lower(), v.decode("latin-1"))
+                n = k.decode("latin-1").lower()
+                s = v.decode("latin-1")
+                cache[n] = cache[n] + "," + s if n in cache else s
         return cache.get(name.lower())
 
     client = scope.get("client")
@@ -44,16 +50,20 @@ def encode_headers(headers: Iterable[Tuple[str, str]]) -> List[Tuple[bytes, byte
     return [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers]
 
 
-def adding_headers(send: Any, wire: List[Tuple[bytes, bytes]]) -> Any:
-    """send, adding to the response's start the fields of wire it does not set."""
-    if not wire:
+def adding_headers(send: Any, wire: Optional[List[Tuple[bytes, bytes]]], seen: Optional[List[Any]] = None) -> Any:
+    """send, adding to the response's start the fields of wire it does not
+    set; seen receives the response's status and headers."""
+    if not wire and seen is None:
         return send
 
     async def send_with_headers(message: Dict[str, Any]) -> None:
         if message["type"] == "http.response.start":
-            have = {k.lower() for k, _ in message.get("headers", ())}
-            message = dict(message, headers=list(message.get("headers", ())) +
-                           [(k, v) for k, v in wire if k not in have])
+            have = list(message.get("headers", ()))
+            if seen is not None:
+                seen[:] = [message.get("status", 200), have]
+            if wire:
+                names = {k.lower() for k, _ in have}
+                message = dict(message, headers=have + [(k, v) for k, v in wire if k not in names])
         await send(message)
 
     return send_with_headers
@@ -64,6 +74,12 @@ async def send_refusal(send: Callable[[Dict[str, Any]], Awaitable[None]], status
     await send({"type": "http.response.start", "status": status,
                 "headers": encode_headers(headers)})
     await send({"type": "http.response.body", "body": body})
+
+
+def _response(seen: Optional[List[Any]]) -> Optional[ResponseInfo]:
+    if not seen:
+        return None
+    return ResponseInfo(int(seen[0]), [(k.decode("latin-1"), v.decode("latin-1")) for k, v in seen[1]])
 
 
 class RateLimitMiddleware(Middleware):
@@ -77,27 +93,49 @@ class RateLimitMiddleware(Middleware):
     that it runs inside it) for the ``user`` key."""
 
     async def __call__(self, scope: Dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
+        lim = self.limiter
+        if scope["type"] != "http" or not lim.enabled:
             return await self.app(scope, receive, send)
         m = self.routes.match(scope.get("method", "GET"), scope.get("path", "/"))
         if m is None:
             return await self.app(scope, receive, send)
-        req = asgi_request(scope, m[1])
-        out = await self.limiter.enter_async(req, *m[0])
-        scope.setdefault("state", {})["libsw"] = out
-        extra = out.headers(self.limiter.headers)
+        lim.tick -= 1
+        if lim.tick <= 0:
+            lim.audit_due()
+        plan = m[0]
+        rule = plan.single
+        get = rule.asgi if rule is not None else None
+        if get is not None:  # the fast path: one rule, one entry, in C
+            key = get(scope)
+            out = _web_enter(rule, key, plan.rules)
+            if out.__class__ is int:
+                out = await lim.finish_one_async(rule, key, out, lambda: asgi_request(scope), plan.rules)
+        else:
+            out = await lim.enter_async(asgi_request(scope, m[1]), plan.rules)
+        state = scope.get("state")
+        if state is None:
+            state = scope["state"] = {}
+        state["libsw"] = out
         if not out.allowed:
-            return await self._refused(scope, receive, send, req, out, extra)
+            return await self._refused(scope, receive, send, out)
+        style = lim.style
+        wire = None
+        if style and out.rule is not None:
+            extra = _web_fields(out.rule, style, out.remaining, plan.policy_field)
+            if extra is None:  # a custom clock
+                extra = pass_fields(out.rule, lim.headers, max(0, out.remaining or 0), plan.policy)
+            wire = encode_headers(extra)
+        seen: Optional[List[Any]] = [] if plan.needs_response else None
         try:
-            await self.app(scope, receive, adding_headers(send, encode_headers(extra)))
+            await self.app(scope, receive, adding_headers(send, wire, seen))
         except BaseException:
-            out.release(error=True)
+            out.release(error=True, response=_response(seen))
             raise
-        out.release()
+        out.release(response=_response(seen))
 
-    async def _refused(self, scope: Any, receive: Any, send: Any, req: Request, out: Outcome,
-                       extra: List[Tuple[str, str]]) -> None:
-        r = custom_response(self.response, req, out)
+    async def _refused(self, scope: Any, receive: Any, send: Any, out: Outcome) -> None:
+        extra = out.headers(self.limiter.headers)
+        r = custom_response(self.response, asgi_request(scope), out)
         if callable(r):  # an ASGI application (a Starlette Response)
             return await r(scope, receive, adding_headers(send, encode_headers(extra)))
         await send_refusal(send, *refusal(r, extra))

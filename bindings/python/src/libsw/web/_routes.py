@@ -1,16 +1,36 @@
 # SPDX-License-Identifier: Apache-2.0
 """Which rules a request of the ASGI / WSGI middleware enters: patterns
 ``"[METHOD ]PATH"`` where PATH may hold ``{name}`` (one path segment, a
-path parameter for :func:`path_param`) and ``*`` (anything)."""
+path parameter for :func:`path_param`) and ``*`` (anything); and the
+:class:`Plan` of each route, made at start-up."""
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Pattern, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Pattern, Sequence, Tuple
 
-from ._core import Limiter, Rule
+from ._core import Limiter
+from ._outcome import policy_header
+from ._rules import METHODS
 
-_METHODS = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
-Match = Tuple[Tuple[Tuple[Rule, ...], ...], Dict[str, str]]
+
+class Plan:
+    """The rules a request of one route enters, shortest period first, and
+    what the adapters' fast path needs: ``single``, the one rule when it is
+    simple (one unit, every request, a key read from the native request);
+    ``policy``, the RateLimit-Policy field."""
+
+    __slots__ = ("rules", "single", "policy", "policy_field", "needs_response")
+
+    def __init__(self, rules: Sequence[Any]) -> None:
+        self.rules = tuple(sorted(rules, key=lambda r: r.rate.period_ms))
+        one = self.rules[0] if len(self.rules) == 1 else None
+        self.single = one if one is not None and getattr(one, "simple", False) else None
+        self.policy = policy_header(self.rules)
+        self.policy_field = ("RateLimit-Policy", self.policy)
+        self.needs_response = any(getattr(r, "deduct_when", None) is not None for r in self.rules)
+
+
+Match = Tuple[Plan, Dict[str, str]]
 
 
 def compile_pattern(pattern: str) -> Tuple[Optional[str], Pattern[str]]:
@@ -19,8 +39,8 @@ def compile_pattern(pattern: str) -> Tuple[Optional[str], Pattern[str]]:
         raise ValueError("route pattern %r: '[METHOD ]/path' with {name} and * (e.g. 'POST /login')" % (pattern,))
     method, _, path = pattern.strip().rpartition(" ")
     method = method.strip().upper() or None
-    if method is not None and method not in _METHODS:
-        raise ValueError("route pattern %r: method %r is not one of %s" % (pattern, method, sorted(_METHODS)))
+    if method is not None and method not in METHODS:
+        raise ValueError("route pattern %r: method %r is not one of %s" % (pattern, method, sorted(METHODS)))
     if not path.startswith("/") and path != "*":
         raise ValueError("route pattern %r: the path must start with '/'" % (pattern,))
     out = []
@@ -36,18 +56,18 @@ def compile_pattern(pattern: str) -> Tuple[Optional[str], Pattern[str]]:
 
 class Routes:
     """``limits``: pattern -> rates (``"5/minute"``), or a dict with
-    ``rates`` and rule options (``key``, ``behavior``, ``wait``, ...);
-    ``exempt``: patterns never limited. The first pattern that matches a
-    request wins; a request matching none gets the limiter's ``default``.
-    Every request not exempt also enters ``application``."""
+    ``rates`` and rule options (``key``, ``behavior``, ``wait``,
+    ``methods``, ``cost``, ...); ``exempt``: patterns never limited. The
+    first pattern that matches a request wins; a request matching none gets
+    the limiter's ``default``. Every request not exempt also enters
+    ``application``."""
 
     def __init__(self, limiter: Limiter, limits: Optional[Mapping[str, Any]] = None,
                  exempt: Iterable[str] = ()) -> None:
         self.limiter = limiter
-        self.default = limiter.default  # their tables opened now, at start-up
-        self.application = limiter.application
+        app = limiter.application
         self.exempt = [compile_pattern(p) for p in ([exempt] if isinstance(exempt, str) else exempt)]
-        self.routes: List[Tuple[Optional[str], Pattern[str], Tuple[Rule, ...]]] = []
+        self.routes: List[Tuple[Optional[str], Pattern[str], Plan]] = []
         for pattern, spec in (limits or {}).items():
             method, rx = compile_pattern(pattern)
             if isinstance(spec, Mapping):
@@ -57,19 +77,23 @@ class Routes:
                 rules = limiter.rules(pattern, spec.pop("rates"), **spec)
             else:
                 rules = limiter.rules(pattern, spec)
-            self.routes.append((method, rx, rules))
+            self.routes.append((method, rx, Plan(app + rules)))
+        self.other: Match = (Plan(app + limiter.default), {})
+        self.plain = not self.exempt and not self.routes  # every request: self.other
 
     def match(self, method: str, path: str) -> Optional[Match]:
-        """(groups of rules, path parameters), or None: exempt."""
+        """(the route's plan, path parameters), or None: exempt."""
+        if self.plain:
+            return self.other
         for m, rx in self.exempt:
             if (m is None or m == method) and rx.match(path):
                 return None
-        for m, rx, rules in self.routes:
+        for m, rx, plan in self.routes:
             if m is None or m == method:
                 hit = rx.match(path)
                 if hit:
-                    return (self.application, rules), hit.groupdict()
-        return (self.application, self.default), {}
+                    return plan, hit.groupdict()
+        return self.other
 
 
 class Middleware:
@@ -82,6 +106,11 @@ class Middleware:
         if limiter is not None and options:
             raise TypeError("give limiter= or the Limiter's options (%s), not both" % ", ".join(sorted(options)))
         self.app = app
-        self.limiter = limiter if limiter is not None else Limiter(**options)
+        if limiter is None:
+            from ._segment import app_path
+
+            options.setdefault("app_path", app_path(app))
+            limiter = Limiter(**options)
+        self.limiter = limiter
         self.routes = Routes(self.limiter, limits, exempt)
         self.response = response

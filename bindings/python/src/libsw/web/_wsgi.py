@@ -2,11 +2,16 @@
 """WSGI middleware (Flask, Django, any WSGI application)."""
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Iterable, Iterator, List, Mapping, Optional, Tuple
 
-from ._core import Outcome, custom_response, merge_headers, refusal
+from ._core import custom_response
 from ._keys import Request
-from ._routes import Middleware
+from ._outcome import (Outcome, ResponseInfo, _web_enter, _web_fields, _web_install_wsgi,  # type: ignore[attr-defined]
+                       _web_start, merge_headers, pass_fields, refusal)
+from ._routes import Middleware, Plan
+
+_partial = functools.partial
 
 _REASONS = {429: "Too Many Requests", 503: "Service Unavailable", 200: "OK", 403: "Forbidden"}
 
@@ -21,11 +26,10 @@ def wsgi_request(environ: Mapping[str, Any], params: Optional[Mapping[str, str]]
 
 class _Released:
     """The application's response iterable; the entry is released when the
-    server closes it (the response is sent), recording its response time."""
+    server closes it (the response is sent), recording its response time.
+    (Made without __init__: its slots are set by the middleware.)"""
 
-    def __init__(self, result: Iterable[bytes], out: Outcome) -> None:
-        self.result = result
-        self.out = out
+    __slots__ = ("result", "out", "status")
 
     def __iter__(self) -> Iterator[bytes]:
         return iter(self.result)
@@ -36,7 +40,11 @@ class _Released:
             if close is not None:
                 close()
         finally:
-            self.out.release()
+            st = self.status
+            if st is None:
+                self.out.release()
+            else:  # a limit's deduct_when reads the response
+                self.out.release(response=ResponseInfo(int(st[0][:3]), st[1]) if st else None)
 
 
 class WSGIRateLimitMiddleware(Middleware):
@@ -50,30 +58,80 @@ class WSGIRateLimitMiddleware(Middleware):
     sleep with time.sleep. The outcome is in ``environ["libsw.outcome"]``.
     """
 
+    def __init__(self, app: Any, limiter: Any = None, **kwargs: Any) -> None:
+        super().__init__(app, limiter, **kwargs)
+        # every request enters one plan (no route or exempt pattern): __call__'s path in C
+        # reads (plan, limiter, application) from here
+        self._plain = (self.routes.other[0], self.limiter, self.app) if self.routes.plain else None
+
     def __call__(self, environ: Any, start_response: Callable[..., Any]) -> Iterable[bytes]:
+        """A request (a C method replaces this one, swpy_web.c: the same,
+        with the entry of a plain plan's one rule in C)."""
+        return self._call(environ, start_response)
+
+    def _call(self, environ: Any, start_response: Callable[..., Any]) -> Iterable[bytes]:
         m = self.routes.match(environ.get("REQUEST_METHOD", "GET"), environ.get("PATH_INFO") or "/")
-        if m is None:
+        if m is None or not self.limiter.enabled:
             return self.app(environ, start_response)
-        req = wsgi_request(environ, m[1])
-        out = self.limiter.enter(req, *m[0])
+        return self._call_plan(environ, start_response, m[0], m[1])
+
+    def _call_plan(self, environ: Any, start_response: Callable[..., Any], plan: Plan,
+                   params: Optional[Mapping[str, str]] = None) -> Iterable[bytes]:
+        lim = self.limiter
+        lim.tick -= 1
+        if lim.tick <= 0:
+            lim.audit_due()
+        rule = plan.single
+        get = rule.wsgi if rule is not None else None
+        if get is not None:  # one rule, one entry, in C
+            key = get(environ)
+            out = _web_enter(rule, key, plan.rules)
+            if out.__class__ is int:
+                out = lim.finish_one(rule, key, out, lambda: wsgi_request(environ), plan.rules)
+        else:
+            out = lim.enter(wsgi_request(environ, params), plan.rules)
+        return self._respond(environ, start_response, plan, out)
+
+    def _call_rc(self, environ: Any, start_response: Callable[..., Any], plan: Plan, key: Any,
+                 rc: int) -> Iterable[bytes]:
+        """After the C path's entry of plan's rule returned rc (not a pass)."""
+        out = self.limiter.finish_one(plan.single, key, rc, lambda: wsgi_request(environ), plan.rules)
+        return self._respond(environ, start_response, plan, out)
+
+    def _respond(self, environ: Any, start_response: Callable[..., Any], plan: Plan, out: Outcome) -> Iterable[bytes]:
         environ["libsw.outcome"] = out
-        extra = out.headers(self.limiter.headers)
         if not out.allowed:
-            return self._refused(environ, start_response, req, out, extra)
+            return self._refused(environ, start_response, out)
+        lim = self.limiter
+        style = lim.style
+        start = start_response
+        if style and out.rule is not None:
+            extra = _web_fields(out.rule, style, out.remaining, plan.policy_field)
+            if extra is None:  # a custom clock
+                extra = pass_fields(out.rule, lim.headers, max(0, out.remaining or 0), plan.policy)
+            start = _partial(_web_start, start_response, extra)
+        status: Optional[List[Any]] = None
+        if plan.needs_response:
+            status = []
+            inner = start
 
-        def start(status: str, headers: List[Tuple[str, str]], exc_info: Any = None) -> Any:
-            return start_response(status, merge_headers(headers, extra), exc_info)
-
+            def start(st: str, headers: List[Tuple[str, str]], exc_info: Any = None) -> Any:
+                status[:] = [st, headers]  # type: ignore[index]
+                return inner(st, headers, exc_info)
         try:
-            result = self.app(environ, start if extra else start_response)
+            result = self.app(environ, start)
         except BaseException:
             out.release(error=True)
             raise
-        return _Released(result, out)
+        r = _Released()
+        r.result = result
+        r.out = out
+        r.status = status
+        return r
 
-    def _refused(self, environ: Any, start_response: Callable[..., Any], req: Request, out: Outcome,
-                 extra: List[Tuple[str, str]]) -> Iterable[bytes]:
-        r = custom_response(self.response, req, out)
+    def _refused(self, environ: Any, start_response: Callable[..., Any], out: Outcome) -> Iterable[bytes]:
+        extra = out.headers(self.limiter.headers)
+        r = custom_response(self.response, wsgi_request(environ), out)
         if callable(r):  # a WSGI application
             def start(status: str, headers: List[Tuple[str, str]], exc_info: Any = None) -> Any:
                 return start_response(status, merge_headers(headers, extra), exc_info)
@@ -82,3 +140,6 @@ class WSGIRateLimitMiddleware(Middleware):
         status, headers, body = refusal(r, extra)
         start_response("%d %s" % (status, _REASONS.get(status, "Error")), headers)
         return [body]
+
+
+_web_install_wsgi(WSGIRateLimitMiddleware, Plan)  # __call__ in C (swpy_web.c)

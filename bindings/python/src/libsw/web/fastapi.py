@@ -14,7 +14,9 @@ from typing import Any, AsyncIterator, Dict, Optional, Tuple
 from fastapi import HTTPException, Request, Response
 
 from ._asgi import asgi_request
-from ._core import Limiter, Outcome, Rule, validate
+from ._core import Limiter, validate
+from ._outcome import Outcome, _web_fields, pass_fields  # type: ignore[attr-defined]
+from ._routes import Plan
 
 __all__ = ["RateLimit", "RateLimitExceeded"]
 
@@ -28,40 +30,54 @@ class RateLimitExceeded(HTTPException):
 
 
 class RateLimit:
-    """A dependency limiting its route with rates (``"5/second;100/minute"``)
-    by ``key`` (default: the limiter's). Each route it is used on gets its
-    own count, unless ``scope`` names one shared by them. Pacing and
-    ``wait`` sleep with asyncio.sleep."""
+    """A dependency limiting its route with rates (``"5/second;100/minute"``,
+    or a callable giving them per request) by ``key`` (default: the
+    limiter's), with ``methods``, ``cost``, ``exempt_when`` and the rule's
+    options. Each route it is used on gets its own count (one table for all
+    of them, made now), unless ``scope`` names a count shared by them.
+    Pacing and ``wait`` sleep with asyncio.sleep. ``deduct_when`` needs the
+    response: use RateLimitMiddleware's."""
 
     def __init__(self, rates: Any, *, limiter: Limiter, key: Any = None, scope: Optional[str] = None,
                  **options: Any) -> None:
+        if "deduct_when" in options:
+            raise TypeError("RateLimit(deduct_when=...): a dependency does not see the response; give the "
+                            "limit to libsw.web.RateLimitMiddleware (limits=...) instead")
         validate(scope or "a FastAPI route", rates, key, options, limiter.trusted_proxies, limiter.log)
         self.rates = rates
         self.limiter = limiter
         self.key = key
         self.scope = scope
         self.options = options
-        self._rules: Dict[str, Tuple[Rule, ...]] = {}
-        if scope is not None:
-            self._rules[scope] = limiter.rules(scope, rates, key, **options)
+        self._plans: Dict[Any, Plan] = {}
+        # the tables, made now (start-up); each route's rules use them with its own prefix
+        self._shared = limiter.rules(scope or "fastapi", rates, key, **options)
 
-    def _rules_for(self, request: Request) -> Tuple["Rule", ...]:
+    def _plan(self, request: Request) -> Plan:
         route = request.scope.get("route")
-        scope = self.scope or "%s %s" % (",".join(sorted(getattr(route, "methods", None) or ())),
-                                         getattr(route, "path", request.url.path))
-        rules = self._rules.get(scope)
-        if rules is None:
-            rules = self._rules[scope] = self.limiter.rules(scope, self.rates, self.key, **self.options)
-        return rules
+        plan = self._plans.get(route)
+        if plan is None:
+            if self.scope is not None:
+                rules: Tuple[Any, ...] = self._shared
+            else:
+                name = "%s %s" % (",".join(sorted(getattr(route, "methods", None) or ())),
+                                  getattr(route, "path", request.url.path))
+                rules = self.limiter.rules("fastapi", self.rates, self.key, prefix=name + " ", **self.options)
+            plan = self._plans[route] = Plan(rules)
+        return plan
 
     async def __call__(self, request: Request, response: Response) -> AsyncIterator[Outcome]:
         lim = self.limiter
-        out = await lim.enter_async(asgi_request(request.scope), self._rules_for(request))
-        fields = out.headers(lim.headers)
+        plan = self._plan(request)
+        out = await lim.enter_async(asgi_request(request.scope), plan.rules)
         if not out.allowed:
-            raise RateLimitExceeded(out, dict(fields))
-        for k, v in fields:
-            response.headers[k] = v
+            raise RateLimitExceeded(out, dict(out.headers(lim.headers)))
+        if lim.style and out.rule is not None:
+            fields = _web_fields(out.rule, lim.style, out.remaining, plan.policy_field)
+            if fields is None:  # a custom clock
+                fields = pass_fields(out.rule, lim.headers, max(0, out.remaining or 0), plan.policy)
+            for k, v in fields:
+                response.headers[k] = v
         try:
             yield out
         except BaseException:

@@ -1,7 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """A Flask extension: ``Limiter(app)`` or ``init_app``, ``@limiter.limit(...)``
-per view, ``@limiter.exempt``; settings from the arguments, overridden by
-``app.config["LIBSW_RATELIMIT"]`` (a dict of the same names)."""
+and ``@limiter.shared_limit(...)`` per view (class-based views included:
+their ``decorators`` or a method), ``@limiter.exempt``; settings from the
+arguments, overridden by ``app.config["LIBSW_RATELIMIT"]`` (a dict of the
+same names). Every table is made at start-up (``init_app``, or the
+decorator after it): a bad setting stops the application then."""
 from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -9,14 +12,15 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import flask
 
 from ._core import Limiter as _Core
-from ._core import Outcome, Rule, refused_response, validate
+from ._core import refused_response, validate
 from ._keys import Request, key_function
+from ._outcome import _web_enter, _web_fields, pass_fields  # type: ignore[attr-defined]
+from ._routes import Plan
+from ._segment import app_path
 
 __all__ = ["Limiter"]
 
-
-def _qualname(fn: Any) -> str:
-    return "%s.%s" % (getattr(fn, "__module__", "?"), getattr(fn, "__qualname__", getattr(fn, "__name__", "?")))
+Spec = Tuple[str, Any, Any, Dict[str, Any]]  # (scope, rates, key, options)
 
 
 def _user() -> Optional[str]:
@@ -31,99 +35,197 @@ def _user() -> Optional[str]:
 class Limiter:
     """Rate limits for a Flask application. ``default``: rates of every view
     without its own (each view its own count); ``application``: rates all
-    views share; the other arguments are :class:`libsw.web.Limiter`'s
-    (``segment``, ``key``, ``trusted_proxies``, ``headers``, ...).
-    ``response(request, outcome)``: one's own refusal (any view return
-    value). Views with a ``@limit`` do not get ``default``."""
+    views share; ``enabled=False`` serves everything (tests); the other
+    arguments are :class:`libsw.web.Limiter`'s (``segment``, ``key``,
+    ``trusted_proxies``, ``headers``, ...). ``response(request,
+    outcome)``: one's own refusal (any view return value). Views with a
+    limit of their own do not get ``default``."""
 
     def __init__(self, app: Optional[flask.Flask] = None, *, response: Optional[Callable[..., Any]] = None,
                  **options: Any) -> None:
         self.options = options
         self.response = response
         self.core: Optional[_Core] = None
-        self._specs: Dict[str, List[Tuple[Any, Any, Dict[str, Any]]]] = {}
-        self._exempt: set = set()
-        self._rules: Dict[str, Tuple[Rule, ...]] = {}
-        self._names: Dict[str, str] = {}  # endpoint -> its view's qualified name
+        self._decorated: List[Any] = []  # views and methods with limits, in decoration order
+        self._names: Dict[str, int] = {}  # a view name given: how many times (a second gets "#2")
+        self._plans: Dict[Tuple[str, str], Optional[Plan]] = {}
         if "key" in options:
             key_function(options["key"], options.get("trusted_proxies"))
         if app is not None:
             self.init_app(app)
 
+    @property
+    def enabled(self) -> bool:
+        return self.core is not None and self.core.enabled
+
+    @enabled.setter
+    def enabled(self, on: bool) -> None:
+        self.options["enabled"] = bool(on)
+        if self.core is not None:
+            self.core.enabled = bool(on)
+
     def init_app(self, app: flask.Flask) -> None:
-        """Make the limits (a bad setting raises here) and hook the app."""
+        """Make the limits — every table, now: a bad setting raises here —
+        and hook the app."""
         options = dict(self.options)
         options.update(app.config.get("LIBSW_RATELIMIT", {}))
         options.setdefault("app_name", app.import_name)
+        options.setdefault("app_path", app_path(app))
         self.response = options.pop("response", self.response)
         self.core = _Core(**options)
-        self.core.application  # its tables opened now, at start-up
-        for name in list(self._specs):
-            self._view_rules(name, name)
+        for fn in self._decorated:
+            self._make(fn)
         app.before_request(self._before)
         app.after_request(self._after)
         app.teardown_request(self._teardown)
         app.extensions["libsw"] = self
 
+    # -------------------------------------------------------- decorators
+
     def limit(self, rates: Any, *, key: Any = None, **options: Any) -> Callable[[Any], Any]:
-        """A view's own rates (several: ``"5/second;100/minute"``, or stack
-        the decorator), with its key function and rule options."""
-        validate("a Flask view", rates, key, options, self.options.get("trusted_proxies"))
+        """A view's own rates (several: ``"5/second;100/minute"``, a list, a
+        callable giving them per request; or stack the decorator), with its
+        key function and options: ``methods``, ``cost`` (units per request,
+        or a callable of the request), ``exempt_when``, ``deduct_when`` (a
+        callable of the response: count it or not), and the rule's
+        (``behavior``, ``wait``, ``capacity``, ...). On a class-based view:
+        in its ``decorators``, or on one of its methods."""
+        return self._decorator(None, rates, key, options)
+
+    def shared_limit(self, rates: Any, scope: str, *, key: Any = None, **options: Any) -> Callable[[Any], Any]:
+        """Rates that every view decorated with the same scope shares (one
+        count per key for all of them)."""
+        if not isinstance(scope, str) or not scope:
+            raise ValueError("shared_limit(scope=%r): a name" % (scope,))
+        return self._decorator("shared:" + scope, rates, key, options)
+
+    def _decorator(self, scope: Optional[str], rates: Any, key: Any, options: Dict[str, Any]) -> Callable[[Any], Any]:
+        validate(scope or "a Flask view", rates, key, options, self.options.get("trusted_proxies"))
 
         def decorate(fn: Any) -> Any:
-            name = _qualname(fn)
-            self._specs.setdefault(name, []).append((rates, key, options))
-            self._rules.pop(name, None)
+            limits = list(getattr(fn, "_libsw_limits", ()))
+            limits.append((scope or self._view_name(fn), rates, key, options))
+            fn._libsw_limits = limits
+            self._decorated.append(fn)
             if self.core is not None:
-                self._view_rules(name, name)
+                self._make(fn)
+            self._plans.clear()
             return fn
 
         return decorate
 
+    def _view_name(self, fn: Any) -> str:
+        """A view's own scope: its module and qualified name (a function made
+        in another — a class-based view's as_view — with its name too), and
+        "#2", "#3" for later functions of the same name: each view its own
+        count, the same name in every worker."""
+        qual = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "view")
+        name = "%s.%s" % (getattr(fn, "__module__", "?"), qual)
+        if "<locals>" in qual:
+            name += ":" + getattr(fn, "__name__", "")
+        seen = getattr(fn, "_libsw_view_name", None)
+        if seen is not None:
+            return seen
+        n = self._names[name] = self._names.get(name, 0) + 1
+        if n > 1:
+            name += "#%d" % n
+        try:
+            fn._libsw_view_name = name
+        except AttributeError:
+            pass
+        return name
+
     def exempt(self, fn: Any) -> Any:
         """A view never limited (not even by ``application``)."""
-        self._exempt.add(_qualname(fn))
+        fn._libsw_exempt = True
+        self._plans.clear()
         return fn
 
-    def _view_rules(self, name: str, scope: str) -> Tuple[Rule, ...]:
-        rules = self._rules.get(name)
-        if rules is None:
-            assert self.core is not None
-            rules = self._rules[name] = self.core.view_rules(scope, self._specs.get(name))
-        return rules
+    def _make(self, fn: Any) -> Tuple[Any, ...]:
+        """The rules of a function's limits (their tables made now)."""
+        core = self.core
+        assert core is not None
+        return tuple(r for scope, rates, key, o in getattr(fn, "_libsw_limits", ())
+                     for r in core.rules(scope, rates, key, **o))
+
+    # ------------------------------------------------------------- hooks
+
+    def _plan(self, endpoint: str, method: str) -> Optional[Plan]:
+        """The rules of a request of endpoint and method (None: exempt)."""
+        core = self.core
+        assert core is not None
+        view = flask.current_app.view_functions.get(endpoint)
+        if view is None or getattr(view, "_libsw_exempt", False):
+            return None
+        rules = self._make(view)
+        cls = getattr(view, "view_class", None)
+        if cls is not None:  # a class-based view: its method's limits too
+            handler = getattr(cls, method.lower(), None)
+            if handler is None and method == "HEAD":
+                handler = getattr(cls, "get", None)
+            if getattr(handler, "_libsw_exempt", False):
+                return None
+            rules += self._make(handler) if handler is not None else ()
+        if not rules:
+            rules = core.view_rules(endpoint, None)
+        return Plan(core.application + rules)
 
     def _before(self) -> Any:
         core = self.core
         req = flask.request._get_current_object()  # the request itself: one proxy lookup
         endpoint = req.endpoint
-        if core is None or endpoint is None:
+        if core is None or endpoint is None or not core.enabled:
             return None
-        name = self._names.get(endpoint)
-        if name is None:
-            name = self._names[endpoint] = _qualname(flask.current_app.view_functions.get(endpoint))
-        if name in self._exempt:
+        method = req.method
+        try:
+            plan = self._plans[endpoint, method]
+        except KeyError:
+            plan = self._plans[endpoint, method] = self._plan(endpoint, method)
+        if plan is None:
             return None
-        rules = self._rules.get(name) or self._view_rules(name, endpoint if name not in self._specs else name)
-        r = Request(req.method, req.path, req.remote_addr, req.headers.get, req.view_args, _user, req)
-        out = core.enter(r, core.application, rules)
-        flask.g._libsw = out
-        return refused_response(self.response, r, out, flask.Response)
+        rule = plan.single
+        get = rule.wsgi if rule is not None else None
+        if get is not None:  # one rule, one entry, in C
+            key = get(req.environ)
+            out = _web_enter(rule, key, plan.rules)
+            if out.__class__ is int:
+                out = core.finish_one(rule, key, out, lambda: self._request(req), plan.rules)
+        else:
+            out = core.enter(self._request(req), plan.rules)
+        flask.g._libsw = (out, plan)
+        if out.allowed:
+            return None
+        return refused_response(self.response, self._request(req), out, flask.Response)
+
+    @staticmethod
+    def _request(req: Any) -> Request:
+        return Request(req.method, req.path, req.remote_addr, req.headers.get, req.view_args, _user, req)
 
     def _after(self, response: flask.Response) -> flask.Response:
-        out: Optional[Outcome] = getattr(flask.g, "_libsw", None)
-        if out is not None and self.core is not None:
-            style = self.core.headers
-            if style is not None or not out.allowed:
-                have = response.headers
-                for k, v in out.headers(style):
-                    if k not in have:
-                        have[k] = v
+        got = getattr(flask.g, "_libsw", None)
+        if got is None or self.core is None:
+            return response
+        out, plan = got
+        flask.g._libsw_response = response
+        style = self.core.style
+        if not out.allowed:
+            fields = out.headers(self.core.headers)
+        elif style and out.rule is not None:
+            fields = _web_fields(out.rule, style, out.remaining, plan.policy_field)
+            if fields is None:  # a custom clock
+                fields = pass_fields(out.rule, self.core.headers, max(0, out.remaining or 0), plan.policy)
+        else:
+            return response
+        have = response.headers
+        for k, v in fields:
+            if k not in have:
+                have[k] = v
         return response
 
     def _teardown(self, exc: Optional[BaseException]) -> None:
-        out: Optional[Outcome] = flask.g.pop("_libsw", None)
-        if out is not None:
-            out.release(error=exc is not None)
+        got = flask.g.pop("_libsw", None)
+        if got is not None:
+            got[0].release(error=exc is not None, response=flask.g.pop("_libsw_response", None))
 
     def stats(self, top: int = 0) -> List[Dict[str, Any]]:
         """Every rule's table (see :meth:`libsw.web.Limiter.stats`)."""
