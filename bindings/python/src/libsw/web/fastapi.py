@@ -55,7 +55,7 @@ class RateLimit:
 
     def _plan(self, request: Request) -> Plan:
         route = request.scope.get("route")
-        plan = self._plans.get(route)
+        plan = self._plans.get(id(route))  # (a route is not hashable; it lives as long as the app)
         if plan is None:
             if self.scope is not None:
                 rules: Tuple[Any, ...] = self._shared
@@ -63,7 +63,7 @@ class RateLimit:
                 name = "%s %s" % (",".join(sorted(getattr(route, "methods", None) or ())),
                                   getattr(route, "path", request.url.path))
                 rules = self.limiter.rules("fastapi", self.rates, self.key, prefix=name + " ", **self.options)
-            plan = self._plans[route] = Plan(rules)
+            plan = self._plans[id(route)] = Plan(rules)
         return plan
 
     async def __call__(self, request: Request, response: Response) -> AsyncIterator[Outcome]:
