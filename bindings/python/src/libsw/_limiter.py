@@ -203,7 +203,8 @@ class RateLimiter(PerKey):
 
     ``segment="name"`` (a POSIX shared memory name) or ``"/path/file"`` puts
     the limiter, under ``name`` (default ``"default"``), in a shared segment
-    of ``names`` limiters that every process opening it updates exactly.
+    of ``names`` limiters that every process opening it updates exactly
+    (a keyed table's limiter with ``names=0``: its keys' segment alone).
 
     Per-key limits (``key=`` of the entry methods, :meth:`for_key`) share
     the rule. When a keyed table takes it (QPS or concurrency, reject or
@@ -322,7 +323,7 @@ class RateLimiter(PerKey):
         want_int(windows, "windows", 1, 2**31 - 1)
         want_int(capacity, "capacity", 1, UINT32_MAX)
         if names is not None:
-            want_int(names, "names", 1, UINT32_MAX)
+            want_int(names, "names", 0, UINT32_MAX)
             if segment is None:
                 raise TypeError("names= (the limiters a segment holds) needs segment=")
         self._blocking = bool(block)
@@ -399,13 +400,19 @@ class RateLimiter(PerKey):
         if segment is None:
             self._h = heap
         else:
-            heap = None
             root.prefix = self.name + ":"
             root.init_kwargs = init_kwargs
             if names is None:
                 names = capacity if kopts is None else _DEFAULT_NAMES
             flags = lib.SW_SEGMENT_CREATE | (lib.SW_SEGMENT_RESET if reset else 0)
-            self._open_segments(segment, seg_name, bname, names, flags, kopts)
+            if names == 0:  # the keys' segment alone: no segment of limiters by name
+                if kopts is None:
+                    raise ValueError("names=0 (no segment of limiters) needs a rule a keyed table takes")
+                self._h = heap
+                self._open_keys(seg_name, kopts, flags)
+            else:
+                heap = None
+                self._open_segments(segment, seg_name, bname, names, flags, kopts)
         self._make_site()
         root.members.append(self)
         if self._cluster is not None:
@@ -438,6 +445,12 @@ class RateLimiter(PerKey):
                 lib.sw_segment_unlink(seg_name)
             root.registry = root.segment = None
             raise
+
+    def _open_keys(self, seg_name: bytes, kopts: Any, flags: int) -> None:
+        """Open the keys' segment "<segment>.keys.<name>" alone (names=0)."""
+        checked, self._kt = self._kt, None
+        ffi.release(checked.h)  # the check's heap table: the keys are in the segment
+        self._kt = KeyedTable.open(keys_segment_name(seg_name, self.name or ""), self._root.capacity, kopts, flags)
 
     def lease_stats(self) -> Dict[str, int]:
         """The cluster lease of this limiter: calls, granted, tokens, up, ..."""

@@ -271,13 +271,23 @@ class Limiter:
             import asyncio
 
             asleeper = asyncio.sleep
+        seg = self._segment_for(rate)
         try:
             lim = RateLimiter(
                 rate.count, name=name, windows=rate.windows, interval=1.0, capacity=capacity,
-                on_full=on_full, key_bytes=self.key_bytes, segment=self._segment_for(rate), stripes=1,
+                on_full=on_full, key_bytes=self.key_bytes, segment=seg, names=None if seg is None else 0, stripes=1,
                 behavior=behavior, max_queue=max_queue / scale, dry_run=dry_run, clock=lim_clock,
                 block=wait is not None, timeout=None if wait is None else wait / scale,
                 sleep=lambda s, f=sleeper: f(s * scale), async_sleep=lambda s, f=asleeper: f(s * scale))
+        except MemoryError as e:  # a /dev/shm too small: say how much the table needs, and what to change
+            need = self._bytes(rate, capacity, o)
+            msg = ("libsw.web: the table of %s (%s) needs %d bytes of shared memory (capacity=%d keys, %d bytes "
+                   "a key) in segment %s: %s. Give /dev/shm more room (docker run --shm-size=..., a Kubernetes "
+                   "emptyDir with medium: Memory) or lower capacity=" % (scope, rate, need, capacity,
+                                                                        need // max(1, capacity), seg, e))
+            self.log.emit(logging.ERROR, "refused", "%s", msg)
+            code = getattr(e, "code", None)
+            raise (type(e)(msg, code) if code is not None else MemoryError(msg)) from e
         except Exception as e:
             self.log.emit(logging.ERROR, "refused", "rule refused for %s (%s): %s", scope, rate, e)
             raise
@@ -290,6 +300,15 @@ class Limiter:
         s = lim.keyed_stats()  # the audit's baseline: what the table counted before this process
         self._counters[name] = {"evicted": s.evicted, "refused": s.refused, "would_block": s.would_block}
         return table
+
+    def _bytes(self, rate: Rate, capacity: int, o: Dict[str, Any]) -> int:
+        """The bytes of a table of rate and capacity (a heap table's, reserved, not touched)."""
+        lim = RateLimiter(rate.count, windows=rate.windows, interval=1.0, capacity=capacity,
+                          key_bytes=self.key_bytes, behavior=o.get("behavior", self.behavior))
+        try:
+            return lim.keyed_stats().bytes
+        finally:
+            lim.close()
 
     def _segment_for(self, rate: Rate) -> Any:
         """The segment of a rule: a segment's limiters share one window
