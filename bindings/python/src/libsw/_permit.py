@@ -16,6 +16,7 @@ from ._libsw import lib
 _EXIT_ERROR: int = lib.SW_EXIT_ERROR
 _STALE: int = lib.SWPY_STALE
 _exit_at = lib.swpy_exit_token_at
+_cancel = lib.swpy_cancel
 _token_remaining = lib.swpy_token_remaining
 
 
@@ -69,6 +70,23 @@ class Permit:
             """End the admitted work (once; later calls do nothing). A C
             method (swpy_py.c): one C call ends the token's entry; the
             remaining count goes to _rem, 0 to _tok."""
+
+    def cancel(self) -> None:
+        """Give back what this admitted entry counted — its passes, its
+        place in flight or in a pacing queue — as if it had never been
+        admitted (all or nothing across several limits: cancel those that
+        admitted when one refuses). It ends the entry (no release follows);
+        once, and after a release it does nothing. NotSupportedError while
+        the C library has no cancel (the entry is then released)."""
+        tok = self._tok
+        if not tok:
+            return
+        self._rem = max(_token_remaining(tok), 0)
+        self._tok = 0
+        clock = getattr(self._lim, "_clock", None)  # (a custom clock's time: the record uses it if it needs one)
+        rc = _cancel(tok, clock() if clock is not None else -1)
+        if rc < 0 and rc != _STALE:
+            raise error_from_code(rc, "cancel")
 
     def _failed(self, tok: int, rc: int) -> None:
         """A release whose C exit did not end the entry: another thread

@@ -66,6 +66,15 @@ def _methods(methods: Any) -> Optional[FrozenSet[str]]:
     return out
 
 
+def _hashable(v: Any) -> Any:
+    """An option's value as part of a rule's identity."""
+    if callable(v):
+        return id(v)
+    if isinstance(v, (list, tuple, set, frozenset)):
+        return tuple(sorted(map(str, v)))
+    return v
+
+
 def check_options(options: Dict[str, Any]) -> None:
     """A rule's options, checked at start-up (ValueError / TypeError naming the value)."""
     unknown = set(options) - _RULE_OPTIONS
@@ -234,8 +243,8 @@ class Limiter:
         keyfn = self.key if key is None else key_function(key, self.trusted_proxies)
         if callable(rates):
             return (Dynamic(rates, scope, keyfn, options, prefix),)
-        ident = (scope, parsed, key if isinstance(key, str) else id(keyfn), prefix, tuple(sorted(
-            (k, id(v) if callable(v) else v) for k, v in opts.items())))
+        ident = (scope, parsed, key if isinstance(key, str) else id(keyfn), prefix,
+                 tuple(sorted((k, _hashable(v)) for k, v in opts.items())))
         with self._lock:
             got = self._rules.get(ident)
             if got is None:

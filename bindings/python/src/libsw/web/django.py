@@ -147,6 +147,7 @@ class RateLimitMiddleware:
                 if getattr(handler, "_libsw_exempt", False):
                     return None
                 rules += self._own(handler, "%s.%s" % (scope, method.lower()))
+        rules = tuple(dict.fromkeys(rules))  # (as_view copies dispatch's attributes to the view: once each)
         if not rules:
             rules = self.core.view_rules(scope, None)
         return rules
