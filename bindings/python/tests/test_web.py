@@ -398,8 +398,9 @@ def test_rules_of_other_windows_share_a_segment_name():
 
 
 def test_default_segment_name():
-    assert libsw.web.default_segment("my app/v2!") == "libsw-web-%d-myappv2" % os.getuid()
-    assert Limiter(app_name="x", segment="default").segment == "libsw-web-%d-x" % os.getuid()
+    assert libsw.web.default_segment("my app/v2!", "/srv/a").startswith("libsw-web-%d-myappv2-" % os.getuid())
+    assert Limiter(app_name="x", app_path="/srv/a", segment="default").segment == \
+        libsw.web.default_segment("x", "/srv/a")
 
 
 def test_segment_name_too_long_for_its_keys():

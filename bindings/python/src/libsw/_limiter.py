@@ -159,7 +159,7 @@ class _Root:
     """What a limiter and the limiters of its keys share."""
 
     __slots__ = ("opts", "registry", "segment", "capacity", "keys", "lock", "overflow", "on_full",
-                 "closed", "init_kwargs", "prefix", "members")
+                 "closed", "init_kwargs", "prefix", "members", "segment_name")
 
     def __init__(self) -> None:
         self.opts: Any = None
@@ -174,6 +174,7 @@ class _Root:
         self.init_kwargs: Optional[Dict[str, Any]] = None
         self.prefix = ""
         self.members: List["RateLimiter"] = []
+        self.segment_name: Optional[str] = None  # names=0: the segment's name (no segment of limiters)
 
 
 def _clock_sleep(clock: Any, attr: str, default: Any) -> Any:
@@ -410,6 +411,7 @@ class RateLimiter(PerKey):
                     raise ValueError("names=0 (no segment of limiters) needs a rule a keyed table takes")
                 self._h = heap
                 self._open_keys(seg_name, kopts, flags)
+                root.segment_name = seg_name.decode("utf-8", "replace")
             else:
                 heap = None
                 self._open_segments(segment, seg_name, bname, names, flags, kopts)
@@ -498,7 +500,9 @@ class RateLimiter(PerKey):
     @property
     def segment_name(self) -> Optional[str]:
         seg = self._root.segment
-        return None if seg is None else ffi.string(lib.sw_segment_name(seg)).decode("utf-8", "replace")
+        if seg is None:
+            return self._root.segment_name
+        return ffi.string(lib.sw_segment_name(seg)).decode("utf-8", "replace")
 
     def _closed_msg(self) -> str:
         r = self.resource

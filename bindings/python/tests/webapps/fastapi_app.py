@@ -58,6 +58,7 @@ paced = RateLimit("2/second", limiter=limiter, key="header:X-Api-Key", behavior=
 @app.get("/paced")
 async def paced_route(response: Response, outcome=Depends(paced)):
     response.headers["X-Waited"] = "%.3f" % outcome.waited
+    response.headers["X-Admitted-At"] = "%.6f" % (outcome.admitted_at or time.monotonic())
     response.headers["X-Admitted"] = "%.3f" % time.monotonic()
     return "paced"
 

@@ -426,6 +426,8 @@ class Limiter:
                 tok = rule.enter(k, n)
                 if tok > 0:
                     out.hold(rule, tok, _remaining())
+                    if rule.paced:
+                        out.admitted_at = time.monotonic()
                 else:
                     await self._finish(out, rule, k, n, tok, sync)
             except BlockedError as e:
@@ -447,10 +449,13 @@ class Limiter:
                 return out.hold(rule, rc, _remaining())
         lim = rule.lim
         kt = lim._kt
+        decided = time.monotonic()
         p = kt.finish(lim, k, n, rc, None, None) if sync else await kt.finish_async(lim, k, n, rc, None, None)
         tok, p._tok = p._tok, 0  # the outcome holds the token now
         out.hold(rule, tok, p._rem)
-        out.waited += p.waited * rule.rate.scale
+        if p.waited:
+            out.waited += p.waited * rule.rate.scale
+            out.admitted_at = decided + p.waited * rule.rate.scale
         out.would_block = out.would_block or p.would_block
         if p.full:
             self.log.emit(logging.WARNING, "full:" + rule.name, "key table of %s (%s) is full of active keys: a "

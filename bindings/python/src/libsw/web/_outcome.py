@@ -58,6 +58,8 @@ class Outcome:
     waited = 0.0
     would_block = False
     error: Optional[BaseException] = None
+    #: a paced request: its turn, on time.monotonic()'s clock (the decision's time + its wait)
+    admitted_at: Optional[float] = None
 
     def release(self, error: bool = False, response: Any = None) -> None:
         """End the request's entries (once; later calls do nothing):
@@ -111,7 +113,7 @@ class Outcome:
 class FullOutcome(Outcome):
     """An Outcome of the general path: every attribute its own."""
 
-    __slots__ = ("allowed", "retry_after", "waited", "would_block", "error")
+    __slots__ = ("allowed", "retry_after", "waited", "would_block", "error", "admitted_at")
 
     def release(self, error: bool = False, response: Any = None) -> None:
         """End the request's entries (once; later calls do nothing):
@@ -129,6 +131,7 @@ class FullOutcome(Outcome):
         self.waited = 0.0
         self.would_block = False
         self.error = None
+        self.admitted_at = None
         self.rule: Optional["Rule"] = None
         self.remaining: Optional[int] = None
         self.rules = rules

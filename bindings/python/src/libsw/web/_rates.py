@@ -27,7 +27,7 @@ UNITS = {
 WINDOWS = (1, 2, 4, 5, 8, 10, 20, 25, 40, 50)
 DEFAULT_WINDOWS = 10
 MAX_COUNT = 1_048_575  # a keyed table's window counts 20 bits
-_RATE = re.compile(r"^\s*([^\s/]+)\s*(?:/|\s+per\s+)\s*(?:(\d+(?:\.\d+)?)\s*)?([a-z]+)\s*$", re.I)
+_RATE = re.compile(r"^\s*([^\s/]+)\s*(?:/|\s+per\s+)\s*(?:(\d*\.?\d+)\s*)?([a-z]+)\s*$", re.I)
 
 
 @dataclass(frozen=True)
@@ -88,10 +88,12 @@ def parse_rate(text: str, windows: Optional[int] = None) -> Rate:
         raise ValueError("rate %r: unit %r is not one of second, minute, hour, day (or s, m, h, d, ms)"
                          % (text, unit))
     count = _number(count_s, "count", text)
-    mult = _number(mult_s or "1", "period", text)
     if count > MAX_COUNT:
         raise ValueError("rate %r: count %d is over %d, the most a key's window counts" % (text, count, MAX_COUNT))
-    period_ms = mult * UNITS[unit]
+    period = float(mult_s or "1") * UNITS[unit]  # ("0.5 s": a period of whole milliseconds)
+    period_ms = int(round(period))
+    if period_ms <= 0 or abs(period - period_ms) > 1e-6 * max(1.0, period):
+        raise ValueError("rate %r: the period %s %s is not a whole number of milliseconds" % (text, mult_s, unit))
     if period_ms < 10:
         raise ValueError("rate %r: a period under 10 ms cannot be cut into windows" % (text,))
     w = DEFAULT_WINDOWS if windows is None else windows

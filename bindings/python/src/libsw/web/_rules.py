@@ -77,7 +77,7 @@ class Rule:
 
     __slots__ = ("table", "rate", "scope", "name", "lim", "site", "custom", "key", "key_name", "methods",
                  "cost", "exempt_when", "exempt_args", "deduct_when", "deduct_args", "prefix", "wsgi", "asgi",
-                 "simple", "limit_s", "limit_field", "policy_id", "policy", "log", "wl", "period_ms", "wsgi_env",
+                 "simple", "paced", "limit_s", "limit_field", "policy_id", "policy", "log", "wl", "period_ms", "wsgi_env",
                  "wsgi_missing")
 
     def __init__(self, table: Table, key: KeyFunc, log: "Throttle", methods: Optional[FrozenSet[str]] = None,
@@ -100,6 +100,7 @@ class Rule:
         self.deduct_args = _arity(deduct_when) if deduct_when is not None else 0
         self.prefix = prefix
         self.log = log
+        self.paced = table.lim.rule()["behavior"] == "pacing"
         # the adapters' fast path: one unit, every request, a key read from the native request
         self.simple = (methods is None and cost == 1 and exempt_when is None and deduct_when is None
                        and not prefix and not table.custom)
