@@ -62,11 +62,13 @@ static inline int swpy_key_bytes(PyObject *key, const char **p, Py_ssize_t *len)
   return -1;
 }
 
-/* swpy_kacquire(_at) of a key object: a token, SWPY_SLOW, or a result. */
+/* swpy_kacquire(_at) of a key object: a token, SWPY_SLOW (nothing entered:
+ * not a str or bytes, or over the 65,535 bytes a table takes, which
+ * Python's path digests or refuses), or a result. */
 static inline int64_t swpy_kenter_obj(int64_t site, int64_t t, int clocked, PyObject *key, int64_t n) {
   const char *p;
   Py_ssize_t len;
-  if (swpy_key_bytes(key, &p, &len) < 0) return SWPY_SLOW;
+  if (swpy_key_bytes(key, &p, &len) < 0 || len > 65535) return SWPY_SLOW;
   return clocked ? swpy_kacquire_at(site, t, p, (size_t)len, n)
                  : swpy_kacquire(site, p, (size_t)len, n);
 }

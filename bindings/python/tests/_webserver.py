@@ -27,13 +27,13 @@ def segment_name(tag):
     return "lswt-%s-%d-%s" % (tag, os.getpid(), uuid.uuid4().hex[:6])
 
 
-def command(server, module, port, workers):
+def command(server, module, port, workers, chdir=APPS):
     py = sys.executable
     if server == "gunicorn":
         return [py, "-m", "gunicorn", "--workers", str(workers), "--bind", "127.0.0.1:%d" % port,
-                "--chdir", APPS, "--graceful-timeout", "5", "--timeout", "60", module]
+                "--chdir", chdir, "--graceful-timeout", "5", "--timeout", "60", module]
     return [py, "-m", "uvicorn", "--workers", str(workers), "--host", "127.0.0.1", "--port", str(port),
-            "--app-dir", APPS, "--no-access-log", "--no-proxy-headers", module]
+            "--app-dir", chdir, "--no-access-log", "--no-proxy-headers", module]
     # --no-proxy-headers: uvicorn itself trusts X-Forwarded-For from 127.0.0.1
     # by default (scope["client"] rewritten); libsw's trusted_proxies decides here.
 
@@ -41,7 +41,7 @@ def command(server, module, port, workers):
 class Server:
     """One server process (and its workers, in its process group)."""
 
-    def __init__(self, server, module, tmp_path, workers=2, env=None):
+    def __init__(self, server, module, tmp_path, workers=2, env=None, chdir=APPS):
         self.workers = workers
         self.segment = segment_name(server[0] + module.split(":")[0][:2])
         self.log_path = str(tmp_path / ("%s.log" % server))
@@ -50,7 +50,7 @@ class Server:
             self.url = "http://127.0.0.1:%d" % self.port
             e = dict(os.environ, LIBSW_WEB_SEGMENT=self.segment, PYTHONUNBUFFERED="1", **(env or {}))
             self.log = open(self.log_path, "ab")
-            self.proc = subprocess.Popen(command(server, module, self.port, workers), env=e, stdout=self.log,
+            self.proc = subprocess.Popen(command(server, module, self.port, workers, chdir), env=e, stdout=self.log,
                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          start_new_session=True)
             if self._wait_ready():

@@ -70,7 +70,10 @@ def asgi_call(app, scope):
 
 
 def keys_of(lim):
-    return sorted(k for s in lim.stats(top=50) for k, _, _ in s.get("top_keys", []))
+    """The keys of lim's tables (a key longer than key_bytes is kept as a
+    digest, seeded per table: "<digest>")."""
+    return sorted("<digest>" if isinstance(k, libsw.KeyDigest) else k
+                  for s in lim.stats(top=50) for k, _, _ in s.get("top_keys", []))
 
 
 # -------------------------------------------------------- forwarding headers

@@ -1,14 +1,17 @@
 # SPDX-License-Identifier: Apache-2.0
-"""libsw.web under real servers: Flask and Django on gunicorn, Starlette
-(the ASGI middleware) and FastAPI (the dependency) on uvicorn, each with
-2 workers on 127.0.0.1 sharing one segment. Rates are per minute or hour
-(a burst ends long before a window slides out, however loaded the
-machine); nothing is timed except a lower bound of pacing."""
+"""libsw.web under real servers: Flask and Django on gunicorn (4 workers),
+Starlette (the ASGI middleware) and FastAPI (the dependency) on uvicorn (2
+workers), on 127.0.0.1, the workers of each sharing one segment. Rates are
+per minute or hour (a burst ends long before a window slides out, however
+loaded the machine); nothing is timed: pacing is checked on the turns the
+library gives."""
 import concurrent.futures
+import http.client
 import importlib.util
-import math
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -32,7 +35,7 @@ def server(request, tmp_path_factory):
     kind, module, package = FRAMEWORKS[request.param]
     if importlib.util.find_spec(package) is None:
         pytest.skip("%s is not installed" % package)
-    s = Server(kind, module, tmp_path_factory.mktemp(request.param), workers=2)
+    s = Server(kind, module, tmp_path_factory.mktemp(request.param), workers=4 if kind == "gunicorn" else 2)
     s.name = request.param
     yield s
     s.stop()
@@ -127,12 +130,57 @@ def test_statistics_count_every_worker(server):
     assert s["pass"] == 4 * s["keys"] and s["block"] == 4 * s["keys"], s
 
 
-@pytest.mark.parametrize("server", ["flask"], indirect=True)  # its route is in that app
+def raw_get(server, path, lines):
+    """A request with header lines as given (several of one name: what a
+    proxy that adds its own line sends)."""
+    c = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    try:
+        c.putrequest("GET", path)
+        for k, v in lines + [("Connection", "close")]:
+            c.putheader(k, v)
+        c.endheaders()
+        r = c.getresponse()
+        r.read()
+        return r.status
+    finally:
+        c.close()
+
+
 def test_trusted_proxy_forwarded_for(server):
     got = [server.get("/proxied", {"X-Forwarded-For": "198.51.100.7, 127.0.0.1"}) for _ in range(3)]
     assert statuses(got) == [200, 200, 429]
     other = server.get("/proxied", {"X-Forwarded-For": "198.51.100.8"})
     assert other.status_code == 200   # the peer is trusted: the client is the header's
+
+
+def test_a_proxys_own_line_is_believed_not_the_clients(server):
+    # the client sends its own X-Forwarded-For line first; the proxy (127.0.0.1, trusted) adds its line
+    got = [raw_get(server, "/proxied", [("X-Forwarded-For", "6.6.6.%d" % i), ("X-Forwarded-For", "203.0.113.9")])
+           for i in range(3)]
+    assert got == [200, 200, 429], "the client's line chose the key"
+    # one client, its address in two forms
+    v6 = [raw_get(server, "/proxied", [("X-Forwarded-For", a)]) for a in ("[2001:DB8::5]:443", "2001:db8::5",
+                                                                            "2001:db8:0::5")]
+    assert v6 == [200, 200, 429]
+
+
+def test_keys_of_any_type_and_failing_key_functions_never_500(server):
+    assert statuses(server.get("/int-key") for _ in range(3)) == [200, 200, 429]   # a key function's int
+    assert statuses(server.get("/broken-key") for _ in range(3)) == [200] * 3      # raises: served (on_error)
+
+
+@pytest.mark.parametrize("server", ["starlette"], indirect=True)  # uvicorn takes a 100 KB header
+def test_a_100_kb_key_is_digested_not_a_500(server):
+    big = "k" * 100_000
+    got = [server.get("/key", {"X-Api-Key": big}) for _ in range(5)]
+    assert statuses(got) == [200] * 4 + [429]
+
+
+@pytest.mark.parametrize("server", ["flask", "django"], indirect=True)  # their routes are in those apps
+def test_class_based_views_each_their_own_count(server):
+    a = [server.get("/cbv-a") for _ in range(3)]
+    b = [server.get("/cbv-b") for _ in range(3)]
+    assert statuses(a) == [200, 200, 429] and statuses(b) == [200, 200, 429]
 
 
 @pytest.mark.parametrize("server", ["starlette"], indirect=True)  # its route is in that app
@@ -178,3 +226,81 @@ def test_gunicorn_refuses_to_start_with_a_bad_rate(tmp_path):
             raise AssertionError("gunicorn still runs with a bad rate:\n" + log.read_text())
     text = log.read_text()
     assert rc != 0 and "rate '0/second'" in text, text[-3000:]
+
+
+def start_and_wait(args, env, log, timeout=120):
+    """Run a server that must refuse to start: its exit code and output."""
+    with open(log, "wb") as out:
+        p = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            rc = p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+            raise AssertionError("the server still runs:\n" + log.read_text()[-3000:])
+    return rc, log.read_text()
+
+
+def test_django_under_gunicorn_stops_at_start_up_on_a_segment_it_cannot_make(tmp_path):
+    from _webserver import command, free_port
+
+    env = dict(os.environ, LIBSW_WEB_SEGMENT="/nonexistent-lswt/dir/seg")
+    rc, text = start_and_wait(command("gunicorn", "django_app:application", free_port(), 2), env,
+                              tmp_path / "bad.log")
+    assert rc != 0 and "nonexistent-lswt" in text, text[-3000:]
+
+
+def test_reset_once_under_four_gunicorn_workers(tmp_path):
+    s = Server("gunicorn", "flask_app:app", tmp_path, workers=4, env={"LIBSW_WEB_RESET": "1"})
+    try:
+        got = s.burst("/default", ["-"], 20, header=None, threads=8)["-"]
+        # every worker booted with reset=True: one reset for the deployment, one table for all
+        assert sorted(statuses(got)) == [200] * 5 + [429] * 15
+    finally:
+        s.stop()
+        libsw.unlink_segment(s.segment)
+
+
+TINY_APP = """
+import os
+import flask
+from libsw.web.flask import Limiter
+
+app = flask.Flask(__name__)
+limiter = Limiter(app, key="global", default="2/minute")   # the default segment
+
+
+@app.route("/health")
+@limiter.exempt
+def health():
+    return flask.Response("ok", headers={"X-Worker": str(os.getpid())})
+
+
+@app.route("/")
+def index():
+    return "hello"
+
+
+@app.route("/segment")
+@limiter.exempt
+def segment():
+    return limiter.core.segment
+"""
+
+
+def test_two_applications_of_one_name_have_their_own_default_segment(tmp_path):
+    servers = []
+    for sub in ("one", "two"):
+        d = tmp_path / sub
+        d.mkdir()
+        (d / "app.py").write_text(TINY_APP)
+        servers.append(Server("gunicorn", "app:app", d, workers=2, env={"PYTHONPATH": str(d)}, chdir=str(d)))
+    try:
+        got = [statuses(s.get("/") for _ in range(3)) for s in servers]
+        segs = [s.get("/segment").text for s in servers]
+        assert got == [[200, 200, 429]] * 2 and segs[0] != segs[1], (got, segs)
+    finally:
+        for s in servers:
+            s.stop()
+        for seg in segs if "segs" in dir() else []:
+            libsw.unlink_segment(seg)

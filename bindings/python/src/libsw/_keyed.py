@@ -309,17 +309,16 @@ class KeyedTable:
     def enter(self, lim: "RateLimiter", key: object, n: int) -> int:
         """Enter key with n units: a token on a plain pass, else
         SWPY_NOT_PASS (the decision in swpy_decision()) or an error code.
-        A key that is not str or bytes raises TypeError."""
+        A key that is not str or bytes raises TypeError; one of over 65,535
+        bytes, ArgumentError."""
         site = self.site
-        if self.custom:
-            t = lim._clock()  # type: ignore[misc]
-            rc = _kenter_at(site, t, key, n)
-            if rc == _SLOW:
-                rc = _kenter_at(site, t, encode_key(key), n)
-            return rc
-        rc = _kenter(site, key, n)
-        if rc == _SLOW:
-            rc = _kenter(site, encode_key(key), n)
+        t = lim._clock() if self.custom else 0  # type: ignore[misc]
+        rc = _kenter_at(site, t, key, n) if self.custom else _kenter(site, key, n)
+        if rc == _SLOW:  # another type, or a long key: encoded here
+            kb = encode_key(key)
+            if len(kb) > KEY_MAX:
+                raise key_error(key, kb, _ERANGE)
+            rc = _kenter_at(site, t, kb, n) if self.custom else _kenter(site, kb, n)
         return rc
 
     def permit(self, lim: "RateLimiter", key: Key, n: int, tok: int) -> Permit:

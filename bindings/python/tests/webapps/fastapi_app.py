@@ -7,7 +7,7 @@ import time
 
 from fastapi import Depends, FastAPI, Response
 
-from libsw.web import Limiter
+from libsw.web import Limiter, remote_address
 from libsw.web.fastapi import RateLimit
 
 limiter = Limiter(segment=os.environ["LIBSW_WEB_SEGMENT"], key="ip", headers="both")
@@ -50,6 +50,26 @@ def multi_hour():
 @app.get("/orgs/{org}", dependencies=[Depends(RateLimit("2/minute", limiter=limiter, key="path:org"))])
 def org(org: str):
     return org
+
+
+@app.get("/proxied",
+         dependencies=[Depends(RateLimit("2/minute", limiter=limiter, key=remote_address(trusted_proxies=["127.0.0.1"])))])
+def proxied():
+    return "proxied"
+
+
+@app.get("/int-key", dependencies=[Depends(RateLimit("2/minute", limiter=limiter, key=lambda req: 7))])
+def int_key():
+    return "int"
+
+
+def broken(req):
+    raise KeyError("no such key")
+
+
+@app.get("/broken-key", dependencies=[Depends(RateLimit("1/minute", limiter=limiter, key=broken))])
+def broken_key():
+    return "served"
 
 
 paced = RateLimit("2/second", limiter=limiter, key="header:X-Api-Key", behavior="pacing", max_queue=30)

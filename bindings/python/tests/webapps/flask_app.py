@@ -4,13 +4,15 @@ import json
 import os
 
 import flask
+from flask.views import MethodView
 
 from libsw.web import remote_address
 from libsw.web.flask import Limiter
 
 app = flask.Flask(__name__)
 limiter = Limiter(app, segment=os.environ["LIBSW_WEB_SEGMENT"], key="ip", headers="both",
-                  default=os.environ.get("LIBSW_WEB_DEFAULT", "5/minute"))
+                  default=os.environ.get("LIBSW_WEB_DEFAULT", "5/minute"),
+                  reset=os.environ.get("LIBSW_WEB_RESET") == "1")
 
 
 @app.after_request
@@ -43,6 +45,33 @@ for path, (rates, key) in LIMITED.items():
 
     view.__name__ = view.__qualname__ = path.strip("/").replace("-", "_")
     app.add_url_rule(path, view_func=limiter.limit(rates, key=key)(view))
+
+
+@app.route("/int-key")
+@limiter.limit("2/minute", key=lambda req: 7)   # a user id: an int
+def int_key():
+    return "int"
+
+
+def broken(req):
+    raise KeyError("no such key")
+
+
+@app.route("/broken-key")
+@limiter.limit("1/minute", key=broken)
+def broken_key():
+    return "served"
+
+
+class Limited(MethodView):
+    decorators = [limiter.limit("2/minute")]
+
+    def get(self):
+        return "cbv"
+
+
+app.add_url_rule("/cbv-a", view_func=Limited.as_view("cbv_a"))
+app.add_url_rule("/cbv-b", view_func=Limited.as_view("cbv_b"))
 
 
 @app.route("/orgs/<org>")

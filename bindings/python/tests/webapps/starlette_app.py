@@ -11,9 +11,13 @@ from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 
-from libsw.web import Limiter, RateLimitMiddleware
+from libsw.web import Limiter, RateLimitMiddleware, remote_address
 
 limiter = Limiter(segment=os.environ["LIBSW_WEB_SEGMENT"], key="ip", headers="both", default="5/minute")
+
+
+def broken(req):
+    raise KeyError("no such key")
 
 
 class Bearer(AuthenticationBackend):
@@ -33,7 +37,8 @@ def stats(request):
 
 
 app = Starlette(
-    routes=[Route(p, text) for p in ("/health", "/default", "/key", "/multi", "/multi-hour", "/me")] +
+    routes=[Route(p, text) for p in ("/health", "/default", "/key", "/multi", "/multi-hour", "/me", "/proxied",
+                                      "/int-key", "/broken-key")] +
            [Route("/orgs/{org}", text), Route("/stats", stats)],
     middleware=[
         Middleware(AuthenticationMiddleware, backend=Bearer()),
@@ -43,6 +48,9 @@ app = Starlette(
             "/multi-hour": {"rates": "10/minute;4/hour", "key": "header:X-Api-Key"},
             "/orgs/{org}": {"rates": "2/minute", "key": "path:org"},
             "/me": {"rates": "3/minute", "key": "user"},
+            "/proxied": {"rates": "2/minute", "key": remote_address(trusted_proxies=["127.0.0.1"])},
+            "/int-key": {"rates": "2/minute", "key": lambda req: 7},
+            "/broken-key": {"rates": "1/minute", "key": broken},
         }),
     ],
 )
