@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """The trivial endpoint bench_web.py measures, with the limiter named by
 $LIMITER: none, libsw (libsw.web on a shared segment), flask-limiter
-(Flask-Limiter, memory:// storage: each process its own counts). Flask
+(Flask-Limiter, memory:// storage: each process its own counts), and
+libsw-headers (libsw.web with headers="both"); libsw-middleware: none
+here (bench_web.py wraps the app in WSGIRateLimitMiddleware). Flask
 (WSGI) as `flask_app`, Starlette (ASGI) as `asgi_app`. $RATE is the
 default limit of every request."""
 import os
@@ -20,15 +22,16 @@ def make_flask():
     def index():
         return "ok"
 
-    if LIMITER == "libsw":
+    if LIMITER in ("libsw", "libsw-headers"):
         from libsw.web.flask import Limiter
 
-        Limiter(app, segment=SEGMENT, default=RATE, key="ip")
-    elif LIMITER == "flask-limiter":
+        Limiter(app, segment=SEGMENT, default=RATE, key="ip", headers="both" if LIMITER == "libsw-headers" else None)
+    elif LIMITER in ("flask-limiter", "flask-limiter-headers"):
         from flask_limiter import Limiter
         from flask_limiter.util import get_remote_address
 
-        Limiter(get_remote_address, app=app, default_limits=[RATE.replace("/", " per ")], storage_uri="memory://")
+        Limiter(get_remote_address, app=app, default_limits=[RATE.replace("/", " per ")], storage_uri="memory://",
+                headers_enabled=LIMITER == "flask-limiter-headers")
     return app
 
 
