@@ -462,3 +462,39 @@ def test_bad_configuration_fails_at_start_up(case):
     pytest.importorskip(package)
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode != 0 and "ValueError" in p.stderr and needle in p.stderr, p.stderr[-2000:]
+
+
+def test_asgi_entry_ends_when_the_application_returns_raises_or_is_cancelled():
+    lim = Limiter(segment=None, default="100/minute")
+    assert asyncio.iscoroutinefunction(RateLimitMiddleware(asgi_app(), lim).__call__)   # uvicorn: ASGI 3
+
+    async def broken(scope, receive, send):
+        raise RuntimeError("app failed")
+
+    async def slow(scope, receive, send):
+        await asyncio.sleep(10)
+
+    async def main():
+        await asgi_get(RateLimitMiddleware(asgi_app(), lim))
+        with pytest.raises(RuntimeError):
+            await asgi_get(RateLimitMiddleware(broken, lim))
+        task = asyncio.ensure_future(asgi_get(RateLimitMiddleware(slow, lim)))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    s = lim.default[0].lim.keyed_stats()
+    assert (s.pass_, s.success, s.exception) == (3, 3, 2)   # every entry ended; the failed and the cancelled one as errors
+
+
+def test_wsgi_start_response_of_the_fast_path_takes_exc_info_and_keeps_the_apps_fields():
+    def app(environ, start_response):
+        start_response("200 OK", [("X-RateLimit-Limit", "mine")], exc_info=None)
+        return iter([b"a", b"b"])
+
+    lim = Limiter(segment=None, default="5/minute", headers="x")
+    status, headers, body = wsgi_get(WSGIRateLimitMiddleware(app, lim))
+    assert (status, body) == (200, b"ab") and headers["X-RateLimit-Limit"] == "mine"
+    assert headers["X-RateLimit-Remaining"] == "4"

@@ -2,12 +2,14 @@
 """ASGI middleware (Starlette, FastAPI, any ASGI application)."""
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Awaitable, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from ._core import custom_response
 from ._keys import Request
-from ._outcome import Outcome, ResponseInfo, _web_enter, _web_fields, pass_fields, refusal  # type: ignore[attr-defined]
-from ._routes import Middleware
+from ._outcome import (Outcome, ResponseInfo, _asgi_call, _asgi_send, _web_enter,  # type: ignore[attr-defined]
+                       _web_fields, pass_fields, refusal)
+from ._routes import Middleware, Plan
 
 
 def _asgi_user(scope: Mapping[str, Any]) -> Optional[str]:
@@ -92,26 +94,53 @@ class RateLimitMiddleware(Middleware):
     With Starlette's AuthenticationMiddleware, add this one after it (so
     that it runs inside it) for the ``user`` key."""
 
-    async def __call__(self, scope: Dict[str, Any], receive: Any, send: Any) -> None:
+    def __call__(self, scope: Dict[str, Any], receive: Any, send: Any) -> Awaitable[None]:
+        """A request: an awaitable (the application's, ending the request's
+        entry when done; a coroutine of this middleware otherwise). A plain
+        function, marked as a coroutine function for the servers that ask."""
         lim = self.limiter
         if scope["type"] != "http" or not lim.enabled:
-            return await self.app(scope, receive, send)
-        m = self.routes.match(scope.get("method", "GET"), scope.get("path", "/"))
+            return self.app(scope, receive, send)
+        routes = self.routes
+        m = routes.other if routes.plain else routes.match(scope.get("method", "GET"), scope.get("path", "/"))
         if m is None:
-            return await self.app(scope, receive, send)
+            return self.app(scope, receive, send)
         lim.tick -= 1
         if lim.tick <= 0:
             lim.audit_due()
         plan = m[0]
         rule = plan.single
         get = rule.asgi if rule is not None else None
-        if get is not None:  # the fast path: one rule, one entry, in C
-            key = get(scope)
-            out = _web_enter(rule, key, plan.rules)
-            if out.__class__ is int:
-                out = await lim.finish_one_async(rule, key, out, lambda: asgi_request(scope), plan.rules)
+        if get is None or plan.needs_response:
+            return self._call(scope, receive, send, plan, m[1])
+        key = get(scope)
+        out = _web_enter(rule, key, plan.rules)  # one rule, one entry, in C
+        if out.__class__ is int:
+            return self._call(scope, receive, send, plan, m[1], key, out)
+        state = scope.get("state")
+        if state is None:
+            state = scope["state"] = {}
+        state["libsw"] = out
+        wire = None
+        if lim.style:
+            wire = _web_fields(rule, lim.style, out.remaining, plan.policy_raw, True)
+        try:
+            return _asgi_call(self.app(scope, receive, _asgi_send(send, wire) if wire else send), out)
+        except BaseException:
+            out.release(error=True)
+            raise
+
+    __call__._is_coroutine = asyncio.coroutines._is_coroutine  # type: ignore[attr-defined]
+
+    async def _call(self, scope: Dict[str, Any], receive: Any, send: Any, plan: Plan, params: Dict[str, Any],
+                    key: Any = None, rc: Optional[int] = None) -> None:
+        """A request of the general path (rc: the entry of the plan's one
+        rule with key returned rc, not a pass)."""
+        lim = self.limiter
+        if rc is not None:
+            out = await lim.finish_one_async(plan.single, key, rc, lambda: asgi_request(scope), plan.rules)
         else:
-            out = await lim.enter_async(asgi_request(scope, m[1]), plan.rules)
+            out = await lim.enter_async(asgi_request(scope, params), plan.rules)
         state = scope.get("state")
         if state is None:
             state = scope["state"] = {}
@@ -121,11 +150,10 @@ class RateLimitMiddleware(Middleware):
         style = lim.style
         wire = None
         if style and out.rule is not None:
-            extra = _web_fields(out.rule, style, out.remaining, plan.policy_field)
-            if extra is None:  # a custom clock
-                extra = pass_fields(out.rule, lim.headers, max(0, out.remaining or 0), plan.policy)
-            wire = encode_headers(extra)
-        seen: Optional[List[Any]] = [] if plan.needs_response else None
+            wire = _web_fields(out.rule, style, out.remaining, plan.policy_raw, True)
+            if wire is None:  # a custom clock
+                wire = encode_headers(pass_fields(out.rule, lim.headers, max(0, out.remaining or 0), plan.policy))
+        seen: Optional[List[Any]] = [] if plan.needs_response else None  # a limit's deduct_when reads the response
         try:
             await self.app(scope, receive, adding_headers(send, wire, seen))
         except BaseException:

@@ -19,7 +19,7 @@ class Plan:
     simple (one unit, every request, a key read from the native request);
     ``policy``, the RateLimit-Policy field."""
 
-    __slots__ = ("rules", "single", "policy", "policy_field", "needs_response")
+    __slots__ = ("rules", "single", "policy", "policy_field", "policy_raw", "needs_response")
 
     def __init__(self, rules: Sequence[Any]) -> None:
         self.rules = tuple(sorted(rules, key=lambda r: r.rate.period_ms))
@@ -27,6 +27,7 @@ class Plan:
         self.single = one if one is not None and getattr(one, "simple", False) else None
         self.policy = policy_header(self.rules)
         self.policy_field = ("RateLimit-Policy", self.policy)
+        self.policy_raw = (b"ratelimit-policy", self.policy.encode("latin-1"))
         self.needs_response = any(getattr(r, "deduct_when", None) is not None for r in self.rules)
 
 

@@ -77,7 +77,7 @@ class Rule:
 
     __slots__ = ("table", "rate", "scope", "name", "lim", "site", "custom", "key", "key_name", "methods",
                  "cost", "exempt_when", "exempt_args", "deduct_when", "deduct_args", "prefix", "wsgi", "asgi",
-                 "simple", "paced", "limit_s", "limit_field", "policy_id", "policy", "log", "wl", "period_ms", "wsgi_env",
+                 "simple", "paced", "limit_s", "limit_field", "limit_raw", "policy_id", "policy", "log", "wl", "period_ms", "wsgi_env",
                  "wsgi_missing")
 
     def __init__(self, table: Table, key: KeyFunc, log: "Throttle", methods: Optional[FrozenSet[str]] = None,
@@ -115,6 +115,7 @@ class Rule:
         self.period_ms = p
         self.limit_s = str(r.count)
         self.limit_field = ("X-RateLimit-Limit", self.limit_s)
+        self.limit_raw = (b"x-ratelimit-limit", self.limit_s.encode())  # (as an ASGI server takes it)
         self.policy_id = '"%d-per-%s"' % (r.count, "%ds" % (p // 1000) if p % 1000 == 0 else "%dms" % p)
         self.policy = "%s;q=%d;w=%d" % (self.policy_id, r.count, max(1, round(r.period)))
 
