@@ -2627,7 +2627,7 @@ static void bad_sw_keyed_create(void) {
   EXPECT(sw_keyed_create(&k, 10, OPTS({SW_OPT_BEHAVIOR, SW_BEHAVIOR_WARM_UP}, {SW_OPT_THRESHOLD, 5})),
          SW_EINVAL);
   EXPECT(sw_keyed_create(&k, 10, OPTS({SW_OPT_CLUSTER, 1})), SW_EINVAL);
-  EXPECT(sw_keyed_create(&k, 10, OPTS({SW_OPT_THRESHOLD, 2e6})), SW_ERANGE);
+  EXPECT(sw_keyed_create(&k, 10, OPTS({SW_OPT_THRESHOLD, 5e9})), SW_ERANGE);
   EXPECT(sw_keyed_create(&k, 10, OPTS({SW_OPT_SECOND_SAMPLE_COUNT, 65},
                                       {SW_OPT_SECOND_INTERVAL_MS, 65000})), SW_ERANGE);
   EXPECT(sw_keyed_create(&k, 10, OPTS({SW_OPT_SECOND_SAMPLE_COUNT, 3})), SW_ESIZE);
@@ -2725,7 +2725,7 @@ static void bad_sw_keyed_set_rule(void) {
   EXPECT(sw_keyed_set_rule(NULL, NULL), SW_ENULL);
   EXPECT(sw_keyed_set_rule(k, OPTS({SW_OPT_BEHAVIOR, SW_BEHAVIOR_PACING})), SW_EINVAL);
   EXPECT(sw_keyed_set_rule(k, OPTS({SW_OPT_GRADE, SW_GRADE_CONCURRENCY})), SW_EINVAL);
-  EXPECT(sw_keyed_set_rule(k, OPTS({SW_OPT_THRESHOLD, 2e6})), SW_ERANGE);
+  EXPECT(sw_keyed_set_rule(k, OPTS({SW_OPT_THRESHOLD, 5e9})), SW_ERANGE);
   for (int i = 0; i < 4; i++) EXPECT(sw_keyed_set_rule(k, bad_rule(i)), SW_EINVAL);
   EXPECT_OK(sw_keyed_set_rule(k, OPTS({SW_OPT_THRESHOLD, 7})));
 }

@@ -85,46 +85,38 @@ int sw__kt_find(const sw_keyed *k, const sw__kt_key *q, sw__kt_ref *ref) {
 
 /* ------------------------------------------------------------- idle keys */
 
-/* The 27-bit distance from window w to the window of wid (the later one). */
-static inline uint64_t sw__kt_behind(int64_t wid, uint64_t w) {
-  return ((uint64_t)wid - sw__kt_wid(w)) & SW__KT_WID_MASK;
+/* The 31-bit distance from window lo to the window of wid (the later one). */
+static inline uint64_t sw__kt_behind(int64_t wid, uint64_t lo) {
+  return ((uint64_t)wid - sw__kt_wid(lo)) & SW__KT_WID_MASK;
 }
 
 /* A window word holds nothing at wid: its window is out of the interval
  * and not ahead of it (a newer window means the caller's time is behind). */
-static inline bool sw__kt_window_idle(const sw_keyed *k, uint64_t w, int64_t wid) {
-  uint64_t ahead = (sw__kt_wid(w) - (uint64_t)wid) & SW__KT_WID_MASK;
-  return sw__kt_count(w) == 0 ||
-         (sw__kt_behind(wid, w) >= k->windows && (ahead == 0 || ahead > SW__KT_HALF));
+static inline bool sw__kt_window_idle(const sw_keyed *k, uint64_t lo, int64_t wid) {
+  uint64_t ahead = (sw__kt_wid(lo) - (uint64_t)wid) & SW__KT_WID_MASK;
+  return sw__kt_count(lo) == 0 ||
+         (sw__kt_behind(wid, lo) >= k->windows && (ahead == 0 || ahead > SW__KT_HALF));
 }
 
-static inline bool sw__kt_aux_idle(const sw_keyed *k, uint64_t a, int64_t t) {
-  uint64_t v = a & SW__KT_VALUE_MASK;
-  if (v == 0) return true;
+/* An aux word holds nothing at t: nothing in flight; pacing drained (its
+ * last admission not after t). */
+static inline bool sw__kt_aux_idle(const sw_keyed *k, uint64_t lo, int64_t t) {
+  if (lo == 0) return true;
   if (k->kind == SW__KT_CONCURRENCY) return false;
-  /* pacing: drained once the last admission is not after now (52-bit clock) */
-  uint64_t ahead = (v - (uint64_t)t * SW__KT_TICKS_PER_MS) & SW__KT_VALUE_MASK;
-  return ahead == 0 || ahead >> (SW__KT_VALUE_BITS - 1);
+  return (int64_t)lo <= t * SW__KT_TICKS_PER_MS;
 }
 
-/* Whether state word i of a slot (blocks, aux, windows) holds something at t. */
-static inline bool sw__kt_holds(const sw_keyed *k, uint32_t i, uint64_t v, int64_t t) {
-  if (i == 0) return false; /* blocks: statistics only */
-  if (i == 1 && k->kind != SW__KT_REJECT) return !sw__kt_aux_idle(k, v, t);
-  return !sw__kt_window_idle(k, v, sw__kt_wid_of(k, t));
+/* Whether state word i of a slot (aux, windows) holds something at t. */
+static inline bool sw__kt_holds(const sw_keyed *k, uint32_t i, uint64_t lo, int64_t t) {
+  if (i == 0 && k->kind != SW__KT_REJECT) return !sw__kt_aux_idle(k, lo, t);
+  return !sw__kt_window_idle(k, lo, sw__kt_wid_of(k, t));
 }
 
 bool sw__kt_idle(const sw_keyed *k, uint32_t idx, uint32_t gen, int64_t t) {
-  const int64_t wid = sw__kt_wid_of(k, t);
-  if (k->kind != SW__KT_REJECT) {
-    uint64_t a = atomic_load_explicit(sw__kt_aux(k, idx), memory_order_relaxed);
-    if (sw__kt_wgen(a) != gen || !sw__kt_aux_idle(k, a, t)) return false;
-  }
-  _Atomic uint64_t *win = sw__kt_win(k, idx);
-  for (uint32_t i = 0; i < k->windows; i++) {
-    uint64_t w = atomic_load_explicit(&win[i], memory_order_relaxed);
-    if (sw__kt_wgen(w) != gen || !sw__kt_window_idle(k, w, wid)) return false;
-  }
+  sw__kt_w *w = sw__kt_state_of(k, idx);
+  for (uint32_t i = 0; i < sw__kt_nstate(k); i++)
+    if (sw__kt_hgen(sw__kt_hi_of(&w[i])) != gen || sw__kt_holds(k, i, sw__kt_lo_of(&w[i]), t))
+      return false;
   return true;
 }
 
@@ -132,10 +124,10 @@ bool sw__kt_idle(const sw_keyed *k, uint32_t idx, uint32_t gen, int64_t t) {
  * window after wid (the caller's time is behind) is as recent as can be. */
 static uint64_t sw__kt_age(const sw_keyed *k, uint32_t idx, int64_t wid) {
   uint64_t age = SW__KT_WID_MASK;
-  _Atomic uint64_t *win = sw__kt_win(k, idx);
+  sw__kt_w *win = sw__kt_win(k, idx);
   for (uint32_t i = 0; i < k->windows; i++) {
-    uint64_t w = atomic_load_explicit(&win[i], memory_order_relaxed), b = sw__kt_behind(wid, w);
-    if (sw__kt_count(w) > 0 && (b > SW__KT_HALF ? 0 : b) < age) age = b > SW__KT_HALF ? 0 : b;
+    uint64_t lo = sw__kt_lo_of(&win[i]), b = sw__kt_behind(wid, lo);
+    if (sw__kt_count(lo) > 0 && (b > SW__KT_HALF ? 0 : b) < age) age = b > SW__KT_HALF ? 0 : b;
   }
   return age;
 }
@@ -147,25 +139,37 @@ typedef struct sw__kt_repair_arg {
   uint32_t lock;
 } sw__kt_repair_arg;
 
-/* Move every state word of slot idx from gen to gen + 1, emptied. idle:
- * only if each holds nothing at t (else the words moved so far go back and
- * false is returned); otherwise whatever they hold (an eviction). */
-static bool sw__kt_move_words(sw_keyed *k, uint32_t idx, uint32_t gen, int64_t t, bool idle) {
-  const uint32_t nw = k->state_words;
-  _Atomic uint64_t *w = sw__kt_blocks(k, idx);
-  const uint64_t next = sw__kt_word(gen + 1, 0, 0), back = sw__kt_word(gen, 0, 0);
+/* Set word w to (lo, hi) under the slot's lock (nobody else changes a word
+ * of another generation than its slot's meta; entries of its own may). */
+static void sw__kt_put(sw__kt_w *w, uint64_t lo, uint64_t hi) {
+  uint64_t l = sw__kt_lo_of(w), h = sw__kt_hi_of(w);
+  while (!sw__kt_cas(w, &l, &h, lo, hi)) {
+  }
+}
+
+/* Modes of sw__kt_move_words. */
+enum { SW__KT_MOVE_IDLE, SW__KT_MOVE_EVICT };
+
+/* Move every state word of slot idx from gen to gen + 1, emptied, one CAS
+ * each. IDLE: only if each holds nothing at t; EVICT: whatever the windows
+ * hold, but never a request in flight. If a word refuses, the words moved
+ * so far go back (emptied: they held nothing, or their key was being
+ * evicted) and false is returned. */
+static bool sw__kt_move_words(sw_keyed *k, uint32_t idx, uint32_t gen, int64_t t, int mode) {
+  const uint32_t nw = sw__kt_nstate(k);
+  sw__kt_w *w = sw__kt_state_of(k, idx);
   for (uint32_t i = 0; i < nw; i++) {
-    uint64_t v = atomic_load_explicit(&w[i], memory_order_relaxed);
+    uint64_t lo = sw__kt_lo_of(&w[i]), hi = sw__kt_hi_of(&w[i]);
     for (;;) {
-      if (sw__kt_wgen(v) != gen || (idle && sw__kt_holds(k, i, v, t))) { /* active: undo */
-        for (uint32_t j = 0; j < i; j++) atomic_store_explicit(&w[j], back, memory_order_relaxed);
+      const bool aux = i == 0 && k->kind != SW__KT_REJECT;
+      if (sw__kt_hgen(hi) != gen || (mode == SW__KT_MOVE_IDLE && sw__kt_holds(k, i, lo, t)) ||
+          (mode == SW__KT_MOVE_EVICT && aux && k->kind == SW__KT_CONCURRENCY && lo != 0)) {
+        for (uint32_t j = 0; j < i; j++) sw__kt_put(&w[j], 0, sw__kt_hi(gen, 0));
         return false;
       }
-      if (atomic_compare_exchange_weak_explicit(&w[i], &v, next, memory_order_relaxed,
-                                                memory_order_relaxed))
-        break;
+      if (sw__kt_cas(&w[i], &lo, &hi, 0, sw__kt_hi(gen + 1, 0))) break;
     }
-    if (i == 0) SW__KILL_POINT("keyed-move");
+    SW__KILL_POINT("keyed-move");
   }
   return true;
 }
@@ -180,42 +184,89 @@ static void sw__kt_set_tag(sw_keyed *k, uint32_t idx, uint64_t tag) {
   atomic_store_explicit(tw, tags, memory_order_relaxed);
 }
 
-/* Repair the buckets of a lock whose holder died: a key half written goes
- * back to EMPTY; words half moved to the next generation are completed (the
- * key was idle or evicted: nothing of it is kept) or, if the move had not
- * reached them all, rolled back. */
+/* The tag byte a READY slot's key has (from its stored words). */
+static uint64_t sw__kt_tag_of(const sw_keyed *k, uint32_t idx, uint64_t meta) {
+  const uint32_t len = sw__kt_mlen(meta);
+  uint64_t words[SW__KT_MAX_KEY / 8];
+  _Atomic uint64_t *kw = sw__kt_key_of(k, idx);
+  for (uint32_t i = 0; i < k->key_words; i++) words[i] = atomic_load(&kw[i]);
+  sw__kt_key q;
+  if (len == 0) { /* a digest: its first word is the hash */
+    q.hash = words[0];
+    sw__kt_place(k, 0, &q);
+  } else if (sw__kt_prepare(k, words, len <= k->key_words * 8 ? len : k->key_words * 8, &q) < 0) {
+    return 1;
+  }
+  return q.tags & 0xff;
+}
+
+/* Empty a slot that holds no valid key (under its lock): its words to
+ * gen + 1 (late entries of its generation then fail), EMPTY(gen + 1). */
+static void sw__kt_empty_slot(sw_keyed *k, uint32_t idx, uint32_t gen) {
+  sw__kt_w *w = sw__kt_state_of(k, idx);
+  for (uint32_t i = 0; i < sw__kt_nstate(k); i++) sw__kt_put(&w[i], 0, sw__kt_hi(gen + 1, 0));
+  atomic_store(sw__kt_meta_of(k, idx), sw__kt_meta(SW__KT_EMPTY, gen + 1, 0));
+  sw__kt_set_tag(k, idx, 0);
+}
+
+/* Bring bucket b back to a state its locker can trust (under its lock):
+ * a key half written goes back to EMPTY; words half moved to the next
+ * generation are completed (the key was idle or evicted: nothing of it is
+ * kept) or, if the move had not reached them all, rolled back; damaged
+ * bytes (a meta of no state, a READY key's word of another generation, a
+ * tag that disagrees with its slot) are mended. Returns the keys of b. */
+static int64_t sw__kt_mend_bucket(sw_keyed *k, uint32_t b) {
+  const uint32_t nw = sw__kt_nstate(k);
+  int64_t keys = 0;
+  for (uint32_t idx = b * SW__KT_WAYS; idx < (b + 1) * SW__KT_WAYS; idx++) {
+    uint64_t m = atomic_load(sw__kt_meta_of(k, idx));
+    const uint32_t gen = sw__kt_mgen(m), st = sw__kt_state(m);
+    sw__kt_w *w = sw__kt_state_of(k, idx);
+    if (st == SW__KT_BUSY || st > SW__KT_READY) { /* a dead inserter's, or damaged */
+      sw__kt_empty_slot(k, idx, gen);
+      continue;
+    }
+    if (st == SW__KT_EMPTY) {
+      sw__kt_set_tag(k, idx, 0);
+      continue;
+    }
+    uint32_t moved = 0, foreign = 0;
+    for (uint32_t i = 0; i < nw; i++) {
+      uint32_t g = sw__kt_hgen(sw__kt_hi_of(&w[i]));
+      moved += g == gen + 1;
+      foreign += g != gen && g != gen + 1;
+    }
+    if (moved == nw) { /* a giver died after moving every word: the key is gone */
+      sw__kt_empty_slot(k, idx, gen);
+      continue;
+    }
+    if (moved || foreign)
+      for (uint32_t i = 0; i < nw; i++)
+        if (sw__kt_hgen(sw__kt_hi_of(&w[i])) != gen) sw__kt_put(&w[i], 0, sw__kt_hi(gen, 0));
+    if (sw__kt_mlen(m) > k->key_words * 8) { /* a length no key has: damaged */
+      sw__kt_empty_slot(k, idx, gen);
+      continue;
+    }
+    uint64_t tag = sw__kt_tag_of(k, idx, m);
+    uint64_t have = atomic_load(&k->tags[idx / 8]) >> (idx % 8 * 8) & 0xff;
+    if (have != tag) sw__kt_set_tag(k, idx, tag);
+    keys++;
+  }
+  return keys;
+}
+
+/* Repair the buckets of a lock whose holder died, and count their keys. */
 static void sw__kt_repair(void *arg) {
   const sw__kt_repair_arg *a = arg;
   sw_keyed *k = a->k;
-  const uint32_t nw = k->state_words;
-  for (uint32_t b = a->lock; b < k->nbuckets; b += k->hdr->nlocks)
-    for (uint32_t idx = b * SW__KT_WAYS; idx < (b + 1) * SW__KT_WAYS; idx++) {
-      uint64_t m = atomic_load(sw__kt_meta_of(k, idx));
-      uint32_t gen = sw__kt_mgen(m), moved = 0;
-      _Atomic uint64_t *w = sw__kt_blocks(k, idx);
-      if (sw__kt_state(m) == SW__KT_BUSY) {
-        atomic_store(sw__kt_meta_of(k, idx), sw__kt_meta(SW__KT_EMPTY, gen, 0));
-        m = sw__kt_meta(SW__KT_EMPTY, gen, 0);
-      }
-      if (sw__kt_state(m) == SW__KT_EMPTY) sw__kt_set_tag(k, idx, 0); /* (again, if killed) */
-      if (sw__kt_state(m) != SW__KT_READY) continue;
-      for (uint32_t i = 0; i < nw; i++)
-        moved += sw__kt_wgen(atomic_load(&w[i])) == ((gen + 1) & SW__KT_GEN_MASK);
-      if (moved == 0) continue;
-      if (moved == nw) {
-        atomic_store(sw__kt_meta_of(k, idx), sw__kt_meta(SW__KT_EMPTY, gen + 1, 0));
-        sw__kt_set_tag(k, idx, 0);
-        atomic_fetch_sub(&k->hdr->keys, 1);
-      } else {
-        for (uint32_t i = 0; i < nw; i++)
-          if (sw__kt_wgen(atomic_load(&w[i])) != gen) atomic_store(&w[i], sw__kt_word(gen, 0, 0));
-      }
-    }
+  int64_t keys = 0;
+  for (uint32_t b = a->lock; b < k->nbuckets; b += k->nlocks) keys += sw__kt_mend_bucket(k, b);
+  atomic_store(&k->locks[a->lock].keys, keys);
 }
 
 /* Take the locks of q's two buckets, in order. */
 static int sw__kt_lock(sw_keyed *k, const sw__kt_key *q, uint32_t lk[2]) {
-  const uint32_t nl = k->hdr->nlocks;
+  const uint32_t nl = k->nlocks;
   lk[0] = q->b[0] % nl;
   lk[1] = q->b[1] % nl;
   if (lk[1] < lk[0]) {
@@ -226,10 +277,10 @@ static int sw__kt_lock(sw_keyed *k, const sw__kt_key *q, uint32_t lk[2]) {
   for (int i = 0; i < 2; i++) {
     if (i == 1 && lk[1] == lk[0]) break;
     sw__kt_repair_arg arg = {k, lk[i]};
-    int rc = sw__robust_lock(&k->locks[lk[i]], sw__kt_repair, &arg, "keyed table bucket",
+    int rc = sw__robust_lock(&k->locks[lk[i]].m, sw__kt_repair, &arg, "keyed table bucket",
                              SW__WRITE_LOCK_MS);
     if (rc < 0) {
-      if (i == 1) pthread_mutex_unlock(&k->locks[lk[0]]);
+      if (i == 1) pthread_mutex_unlock(&k->locks[lk[0]].m);
       return rc;
     }
   }
@@ -237,15 +288,28 @@ static int sw__kt_lock(sw_keyed *k, const sw__kt_key *q, uint32_t lk[2]) {
 }
 
 static void sw__kt_unlock(sw_keyed *k, const uint32_t lk[2]) {
-  if (lk[1] != lk[0]) pthread_mutex_unlock(&k->locks[lk[1]]);
-  pthread_mutex_unlock(&k->locks[lk[0]]);
+  if (lk[1] != lk[0]) pthread_mutex_unlock(&k->locks[lk[1]].m);
+  pthread_mutex_unlock(&k->locks[lk[0]].m);
 }
 
-int sw__kt_settle(sw_keyed *k, const sw__kt_key *q) {
+int sw__kt_settle(sw_keyed *k, const sw__kt_key *q, int heal) {
   uint32_t lk[2];
+  sw__kt_ref ref;
   int rc = sw__kt_lock(k, q, lk);
-  if (rc == SW_OK) sw__kt_unlock(k, lk);
-  return rc;
+  if (rc < 0) return rc;
+  if (heal && !k->readonly && sw__kt_find(k, q, &ref)) {
+    const uint32_t gen = sw__kt_mgen(ref.meta);
+    sw__kt_w *w = sw__kt_state_of(k, ref.idx);
+    for (uint32_t i = 0; i < sw__kt_nstate(k); i++)
+      if (heal > 1 || sw__kt_hgen(sw__kt_hi_of(&w[i])) != gen) sw__kt_put(&w[i], 0, sw__kt_hi(gen, 0));
+  }
+  sw__kt_unlock(k, lk);
+  return SW_OK;
+}
+
+int sw__kt_damaged(const sw_keyed *k, uint32_t idx, const char *what) {
+  return sw__fail(SW_ECORRUPT, "keyed table %s: slot %u (bucket %u) %s: its bytes are damaged",
+                  k->name ? k->name : "(heap)", idx, idx / SW__KT_WAYS, what);
 }
 
 /* ---------------------------------------------------------------- insert */
@@ -258,6 +322,7 @@ static void sw__kt_fill(sw_keyed *k, uint32_t idx, uint32_t gen, const sw__kt_ke
   _Atomic uint64_t *meta = sw__kt_meta_of(k, idx);
   atomic_store_explicit(meta, sw__kt_meta(SW__KT_BUSY, gen, 0), memory_order_relaxed);
   atomic_thread_fence(memory_order_release);
+  SW__KILL_POINT("keyed-busy");
   _Atomic uint64_t *w = sw__kt_key_of(k, idx);
   for (uint32_t i = 0; i < k->key_words; i++) {
     atomic_store_explicit(&w[i], i < q->nwords ? q->w[i] : 0, memory_order_relaxed);
@@ -266,14 +331,16 @@ static void sw__kt_fill(sw_keyed *k, uint32_t idx, uint32_t gen, const sw__kt_ke
   if (k->kind == SW__KT_REJECT) {
     const uint32_t nw = k->windows;
     const int64_t wid = sw__kt_wid_of(k, t);
-    _Atomic uint64_t *win = sw__kt_win(k, idx);
+    sw__kt_w *win = sw__kt_win(k, idx);
     for (uint32_t back = 1; back < nw && (int64_t)back <= wid; back++) /* none before 0 */
-      atomic_store_explicit(&win[(uint64_t)(wid - back) % nw],
-                            sw__kt_word(gen, wid - (int64_t)back, 0) | SW__KT_SEAL,
-                            memory_order_relaxed);
+      atomic_store_explicit(&win[(uint64_t)(wid - back) % nw].lo,
+                            sw__kt_lo(wid - (int64_t)back, 0) | SW__KT_SEAL, memory_order_relaxed);
+    SW__KILL_POINT("keyed-sealed");
   }
   sw__kt_set_tag(k, idx, q->tags);
+  SW__KILL_POINT("keyed-tag");
   atomic_store_explicit(meta, sw__kt_meta(SW__KT_READY, gen, q->low), memory_order_release);
+  SW__KILL_POINT("keyed-ready");
 }
 
 /* How many slots of bucket b are EMPTY, and the first (*first): those with
@@ -292,36 +359,37 @@ static int64_t sw__kt_empties(const sw_keyed *k, uint32_t b, int64_t *first) {
   return count;
 }
 
-int sw__kt_insert(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_ref *ref) {
-  if (k->readonly) return sw__fail(SW_EPERM, "attached read-only: no new keys");
-  uint32_t lk[2];
-  int rc = sw__kt_lock(k, q, lk);
-  if (rc < 0) return rc;
-  if (sw__kt_find(k, q, ref)) { /* inserted meanwhile */
-    sw__kt_unlock(k, lk);
-    return 1;
-  }
+/* The lock that counts the keys of slot idx. */
+static inline sw__kt_stripe *sw__kt_lock_of(const sw_keyed *k, uint32_t idx) {
+  return &k->locks[idx / SW__KT_WAYS % k->nlocks];
+}
+
+/* Insert under the locks (sw__kt_insert). */
+static int sw__kt_insert_locked(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_ref *ref) {
+  if (sw__kt_find(k, q, ref)) return 1; /* inserted meanwhile */
   /* Two choices, as the key was placed: an empty slot of the emptier
    * bucket; else an idle key's slot in the bucket with more idle keys; else
    * the key active least recently (an eviction, if the policy allows). */
   const int nb = q->b[1] == q->b[0] ? 1 : 2;
   int64_t first[2] = {-1, -1}, count[2] = {0, 0};
   for (int j = 0; j < nb; j++) count[j] = sw__kt_empties(k, q->b[j], &first[j]);
-  rc = 0;
   int j = count[1] > count[0];
   if (count[j] > 0) {
-    uint32_t idx = (uint32_t)first[j];
+    const uint32_t idx = (uint32_t)first[j];
     uint64_t m = atomic_load_explicit(sw__kt_meta_of(k, idx), memory_order_relaxed);
-    if (sw__unlikely(sw__kt_state(m) != SW__KT_EMPTY)) { /* a damaged tag: never trusted */
-      sw__kt_unlock(k, lk);
-      return sw__fail(SW_ECORRUPT, "keyed table: slot %u is tagged empty but holds a key", idx);
+    if (sw__unlikely(sw__kt_state(m) != SW__KT_EMPTY)) { /* a damaged tag: mend and look again */
+      for (int i = 0; i < nb; i++) {
+        sw__kt_repair_arg arg = {k, q->b[i] % k->nlocks};
+        sw__kt_repair(&arg);
+      }
+      return -2;
     }
     sw__kt_fill(k, idx, sw__kt_mgen(m), q, t);
-    atomic_fetch_add_explicit(&k->hdr->keys, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&sw__kt_lock_of(k, idx)->keys, 1, memory_order_relaxed);
     *ref = (sw__kt_ref){idx, atomic_load(sw__kt_meta_of(k, idx))};
-    rc = 1;
+    return 1;
   }
-  for (int pass = 0; rc == 0 && pass < 2; pass++) { /* 0: idle keys; 1: eviction */
+  for (int pass = 0; pass < 2; pass++) { /* 0: idle keys; 1: eviction */
     if (pass == 1 && k->hdr->cfg.on_full != SW_FULL_EVICT) break;
     const int64_t wid = sw__kt_wid_of(k, t);
     uint64_t oldest = 0;
@@ -335,9 +403,9 @@ int sw__kt_insert(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_ref *ref) 
           if (!sw__kt_idle(k, idx, sw__kt_mgen(m), t)) continue;
           if (first[j] < 0) first[j] = idx;
           count[j]++;
-        } else if (k->kind != SW__KT_CONCURRENCY ||
-                   !(atomic_load_explicit(sw__kt_aux(k, idx), memory_order_relaxed) &
-                     SW__KT_VALUE_MASK)) { /* never evict a key with requests in flight */
+        } else if (k->kind != SW__KT_CONCURRENCY || sw__kt_lo_of(sw__kt_aux(k, idx)) == 0) {
+          /* the least recently active key with nothing in flight (checked
+           * again by the move's CAS) */
           uint64_t age = sw__kt_age(k, idx, wid);
           if (first[0] < 0 || age > oldest) {
             first[0] = idx;
@@ -349,16 +417,28 @@ int sw__kt_insert(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_ref *ref) 
     if (first[j] < 0) continue;
     const uint32_t idx = (uint32_t)first[j], gen = sw__kt_mgen(atomic_load(sw__kt_meta_of(k, idx)));
     if (pass == 0) SW__KILL_POINT("keyed-reclaim");
-    if (!sw__kt_move_words(k, idx, gen, t, pass == 0)) continue; /* came back to life */
+    if (!sw__kt_move_words(k, idx, gen, t, pass == 0 ? SW__KT_MOVE_IDLE : SW__KT_MOVE_EVICT))
+      continue; /* came back to life, or a request went in flight */
+    SW__KILL_POINT("keyed-moved");
     sw__kt_fill(k, idx, gen + 1, q, t);
     atomic_fetch_add_explicit(pass == 0 ? &k->hdr->reclaimed : &k->hdr->evicted, 1,
                               memory_order_relaxed);
     *ref = (sw__kt_ref){idx, atomic_load(sw__kt_meta_of(k, idx))};
-    rc = 1;
+    return 1;
   }
+  return 0;
+}
+
+int sw__kt_insert(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_ref *ref) {
+  if (k->readonly) return sw__fail(SW_EPERM, "attached read-only: no new keys");
+  uint32_t lk[2];
+  int rc = sw__kt_lock(k, q, lk);
+  if (rc < 0) return rc;
+  rc = sw__kt_insert_locked(k, t, q, ref);
+  if (rc == -2) rc = sw__kt_insert_locked(k, t, q, ref); /* its buckets mended */
   if (rc == 1) atomic_fetch_add_explicit(&k->hdr->inserted, 1, memory_order_relaxed);
   sw__kt_unlock(k, lk);
-  return rc;
+  return rc == -2 ? sw__kt_damaged(k, q->b[0] * SW__KT_WAYS, "tags disagree with the keys") : rc;
 }
 
 /* ------------------------------------------------------------- layout */
@@ -376,19 +456,21 @@ static uint32_t sw__kt_kind(const sw__rule *r) {
                                              : SW__KT_REJECT;
 }
 
-static uint32_t sw__kt_state_words_of(const sw__kt_config *c) {
-  return 1 + (sw__kt_kind(&c->rule) != SW__KT_REJECT) + c->windows;
+/* A slot: the meta and the key words, rounded up to 16 bytes, then the
+ * 16-byte state words (keyed.h). */
+static uint32_t sw__kt_state_off(const sw__kt_config *c) {
+  return (uint32_t)sw__round_up(8 + (uint64_t)c->key_bytes, 16);
 }
 
 static uint32_t sw__kt_slot_size(const sw__kt_config *c) {
-  return 8 + c->key_bytes + 8 * sw__kt_state_words_of(c);
+  return sw__kt_state_off(c) + 16 * (c->windows + (sw__kt_kind(&c->rule) != SW__KT_REJECT));
 }
 
 /* Bytes of a table block for a configuration. */
 static uint64_t sw__kt_size(const sw__kt_config *c, uint32_t *nb, uint32_t *nl) {
   *nb = sw__kt_nbuckets(c->capacity);
   *nl = *nb < SW__KT_MAX_LOCKS ? *nb : SW__KT_MAX_LOCKS;
-  uint64_t locks = sw__round_up((uint64_t)*nl * sizeof(pthread_mutex_t), SW_CACHE_LINE);
+  uint64_t locks = sw__round_up((uint64_t)*nl * sizeof(sw__kt_stripe), SW_CACHE_LINE);
   uint64_t tags = sw__round_up((uint64_t)*nb * SW__KT_WAYS, SW_CACHE_LINE);
   uint64_t slots = sw__round_up((uint64_t)*nb * SW__KT_WAYS * sw__kt_slot_size(c), SW_CACHE_LINE);
   return sw__kt_hdr_size() + locks + tags + slots;
@@ -403,11 +485,15 @@ static int sw__kt_rule_check(const sw__rule *r, int64_t interval_ms, uint32_t *k
     return sw__fail(SW_EINVAL, "SW_OPT_BEHAVIOR=%d (%s): warm-up is per resource, not per key "
                     "(use a limiter or a registry)", r->behavior, sw__behavior_names[r->behavior]);
   *kind = sw__kt_kind(r);
-  double per_interval = r->threshold * (double)interval_ms / 1000.0;
-  if (*kind == SW__KT_REJECT && per_interval > (double)SW__KT_COUNT_MAX)
+  /* The most a window can count once admitted: (int)(pass / isec) + n <=
+   * threshold bounds pass + n by threshold + isec (isec <= 1; n = the
+   * threshold) or by threshold * isec + 1 (isec > 1; n = 1). */
+  const double isec = (double)interval_ms / 1000.0;
+  const double most = isec <= 1 ? r->threshold + isec : r->threshold * isec + 1;
+  if (*kind == SW__KT_REJECT && most > (double)SW__KT_COUNT_MAX)
     return sw__fail(SW_ERANGE, "SW_OPT_THRESHOLD=%g: a keyed table counts at most %lld passes "
-                    "per key and interval (%lld ms)", r->threshold,
-                    (long long)SW__KT_COUNT_MAX, (long long)interval_ms);
+                    "per key and window, and this rule over %lld ms could admit %.0f",
+                    r->threshold, (long long)SW__KT_COUNT_MAX, (long long)interval_ms, most);
   if (*kind == SW__KT_CONCURRENCY && r->threshold > 1e12)
     return sw__fail(SW_ERANGE, "SW_OPT_THRESHOLD=%g: at most 1e12 requests in flight per key",
                     r->threshold);
@@ -462,11 +548,11 @@ static int sw__kt_init(void *mem, uint64_t size, const void *config_, bool share
   h->wl = c->interval_ms / c->windows;
   sw__kt_seed(h->seed);
   h->locks_off = sw__kt_hdr_size();
-  h->tags_off = h->locks_off + sw__round_up((uint64_t)nl * sizeof(pthread_mutex_t), SW_CACHE_LINE);
+  h->tags_off = h->locks_off + sw__round_up((uint64_t)nl * sizeof(sw__kt_stripe), SW_CACHE_LINE);
   h->slots_off = h->tags_off + sw__round_up((uint64_t)nb * SW__KT_WAYS, SW_CACHE_LINE);
   int rc = sw__robust_init(&h->rule_lock, shared);
-  pthread_mutex_t *locks = (pthread_mutex_t *)((char *)mem + h->locks_off);
-  for (uint32_t i = 0; rc == SW_OK && i < nl; i++) rc = sw__robust_init(&locks[i], shared);
+  sw__kt_stripe *locks = (sw__kt_stripe *)((char *)mem + h->locks_off);
+  for (uint32_t i = 0; rc == SW_OK && i < nl; i++) rc = sw__robust_init(&locks[i].m, shared);
   if (rc < 0) return rc;
   sw__rule_box_store(&h->rule, &c->rule);
   h->layout_version = SW__KT_LAYOUT_VERSION;
@@ -497,22 +583,23 @@ static int sw__kt_bind(sw_keyed *k, void *mem, uint64_t size) {
       h->total_size != sw__kt_size(c, &nb, &nl) || h->total_size > size || h->nbuckets != nb ||
       h->nlocks != nl || h->slot_size != sw__kt_slot_size(c) ||
       h->wl != c->interval_ms / c->windows || h->locks_off != sw__kt_hdr_size() ||
-      h->tags_off != h->locks_off + sw__round_up((uint64_t)nl * sizeof(pthread_mutex_t),
+      h->tags_off != h->locks_off + sw__round_up((uint64_t)nl * sizeof(sw__kt_stripe),
                                                  SW_CACHE_LINE) ||
       h->slots_off != h->tags_off + sw__round_up((uint64_t)nb * SW__KT_WAYS, SW_CACHE_LINE))
     return sw__fail(SW_ECORRUPT, "keyed table header describes a layout that does not fit "
                     "(%llu of %llu bytes)", (unsigned long long)h->total_size,
                     (unsigned long long)size);
   k->hdr = h;
-  k->locks = (pthread_mutex_t *)((char *)mem + h->locks_off);
+  k->locks = (sw__kt_stripe *)((char *)mem + h->locks_off);
   k->tags = (_Atomic uint64_t *)((char *)mem + h->tags_off);
   k->slots = (unsigned char *)mem + h->slots_off;
   k->nbuckets = nb;
+  k->nlocks = nl;
   k->slot_size = h->slot_size;
   k->key_words = c->key_bytes / 8;
   k->windows = c->windows;
-  k->state_words = sw__kt_state_words_of(c);
-  k->win_word = 1 + k->key_words + k->state_words - k->windows;
+  k->state_off = sw__kt_state_off(c);
+  k->win_off = k->state_off + 16 * (h->kind != SW__KT_REJECT);
   k->unit_interval = c->interval_ms == 1000;
   k->kind = h->kind;
   k->wl = h->wl;
@@ -558,9 +645,10 @@ SW_API int sw_keyed_create(sw_keyed **out, uint32_t capacity, const sw_options *
 }
 
 uint64_t sw__kt_fingerprint(void) {
-  const uint64_t v[] = {sizeof(sw__shm_hdr), sizeof(sw__kt_hdr),      sizeof(sw__kt_config),
-                        sizeof(sw__rule),    sizeof(pthread_mutex_t), sizeof(sw__kt_totals),
-                        SW__KT_WAYS,         SW__KT_LAYOUT_VERSION,   SW_CACHE_LINE};
+  const uint64_t v[] = {sizeof(sw__shm_hdr), sizeof(sw__kt_hdr),   sizeof(sw__kt_config),
+                        sizeof(sw__rule),    sizeof(sw__kt_stripe),  sizeof(sw__kt_totals),
+                        sizeof(sw__kt_w),    SW__KT_WAYS,          SW__KT_LAYOUT_VERSION,
+                        SW_CACHE_LINE};
   return sw__fnv(v, sizeof v, SW__FNV_BASIS);
 }
 
@@ -638,7 +726,7 @@ SW_API void sw_keyed_free(sw_keyed *k) {
     sw__free(k->shm);
   } else {
     pthread_mutex_destroy(&k->hdr->rule_lock);
-    for (uint32_t i = 0; i < k->hdr->nlocks; i++) pthread_mutex_destroy(&k->locks[i]);
+    for (uint32_t i = 0; i < k->nlocks; i++) pthread_mutex_destroy(&k->locks[i].m);
     if (k->heap) munmap(k->hdr, k->hdr->total_size);
     else sw__free(k->hdr);
   }
