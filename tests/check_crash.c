@@ -15,11 +15,7 @@
 
 #include "testutil.h"
 
-static int64_t scale(int64_t n) {
-  const char *s = getenv("SW_STRESS");
-  int64_t k = s ? atoll(s) : 1;
-  return n * (k > 0 ? k : 1);
-}
+static int64_t scale(int64_t n) { return n * sw_stress(); }
 
 static void *shared_map(size_t size) {
   void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);

@@ -176,6 +176,7 @@ static int sw__kt_decide_reject(sw_keyed *k, const sw__rule *r, int64_t t, uint3
       }
       const int64_t next = counts[0] + n; /* beyond the word only in a dry run: kept at its top */
       const uint64_t nlo = sw__kt_lo(wid, next > SW__KT_COUNT_MAX ? SW__KT_COUNT_MAX : next);
+      SW__KILL_POINT("keyed-cas"); /* read, not yet counted: a test stops here */
       if (sw__kt_cas(&win[cur], &c, &h, nlo, same ? h : sw__kt_hi(gen, 0))) {
         sw__kt_totals *tot = sw__kt_my_totals(k);
         atomic_fetch_add_explicit(&tot->pass, n, memory_order_relaxed);
@@ -310,6 +311,7 @@ static int sw__kt_decide_pacing(sw_keyed *k, const sw__rule *r, int64_t t, bool 
       break;
     }
     if (next == 0) next = 1; /* 0 means "no admission yet" */
+    SW__KILL_POINT("keyed-cas");
     if (sw__kt_cas(aux, &a, &h, (uint64_t)next, h)) break;
   }
   sw__kt_totals *tot = sw__kt_my_totals(k);
@@ -350,6 +352,7 @@ static int sw__kt_decide_concurrency(sw_keyed *k, const sw__rule *r, int64_t t, 
       }
       d->would_block = 1;
     }
+    SW__KILL_POINT("keyed-cas");
     if (sw__kt_cas(aux, &a, &h, a + 1, h)) {
       d->remaining = sw__kt_left(r->threshold, c + 1);
       break;

@@ -76,6 +76,10 @@ SW_API int sw_keyed_stats(const sw_keyed *k, sw_keyed_info *out) {
   SW__CHECK_NULL(out, "out");
   const sw__kt_hdr *h = k->hdr;
   memset(out, 0, sizeof *out);
+  /* a process killed inside an insert left its stripe's key count stale:
+   * repaired here rather than at the stripe's next insert (a table shared
+   * read-only cannot: its count is exact again at that insert) */
+  sw__kt_mend_dead((sw_keyed *)k);
   out->capacity = h->cfg.capacity;
   out->slots = h->nbuckets * SW__KT_WAYS;
   out->key_bytes = h->cfg.key_bytes;

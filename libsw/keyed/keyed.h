@@ -50,13 +50,17 @@
  * would need 71 minutes of it, and 4 billion takeovers).
  *
  * Every step of a change of hands is a kill point (SW_TEST_KILL_AT):
+ *   keyed-reclaim, keyed-evict   an idle / the least recent key chosen
  *   keyed-move:i    the i-th state word moved to gen + 1
+ *   keyed-moved     every word moved, the meta not yet changed
  *   keyed-busy      meta BUSY(gen + 1) (or BUSY(gen) for an empty slot)
  *   keyed-fill      the first key word written
  *   keyed-sealed    a reject key's older windows sealed
  *   keyed-tag       its tag written
  *   keyed-ready     meta READY: the key is in, its lock's key count not yet
- * A process killed inside a lock leaves a BUSY slot, words at gen + 1, or a
+ *   keyed-repair    a bucket of a dead locker's stripe mended, the others not yet
+ * and an entry stops at keyed-cas (general path, pacing, concurrency) with
+ * its words read and its CAS not yet made. A process killed inside a lock leaves a BUSY slot, words at gen + 1, or a
  * stale key count; the next locker (EOWNERDEAD) repairs the lock's buckets
  * (sw__kt_repair) and counts their keys again. Shared bytes are untrusted:
  * every loop over a shared word is bounded, a slot whose words never
@@ -341,6 +345,9 @@ int sw__kt_insert(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_ref *ref);
  * heal (a slot whose words never settled): the words of q's slot that are
  * not of its generation are emptied, and with heal > 1 all of them. */
 int sw__kt_settle(sw_keyed *k, const sw__kt_key *q, int heal);
+/* Repair the stripes whose locker died (a writable handle; each lock
+ * tried, none waited for): their key counts are then exact. */
+void sw__kt_mend_dead(sw_keyed *k);
 /* True when a slot's state holds nothing at t (every window out of the
  * interval, pacing drained, nothing in flight). */
 bool sw__kt_idle(const sw_keyed *k, uint32_t idx, uint32_t gen, int64_t t);

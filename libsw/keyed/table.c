@@ -260,7 +260,10 @@ static void sw__kt_repair(void *arg) {
   const sw__kt_repair_arg *a = arg;
   sw_keyed *k = a->k;
   int64_t keys = 0;
-  for (uint32_t b = a->lock; b < k->nbuckets; b += k->nlocks) keys += sw__kt_mend_bucket(k, b);
+  for (uint32_t b = a->lock; b < k->nbuckets; b += k->nlocks) {
+    keys += sw__kt_mend_bucket(k, b);
+    SW__KILL_POINT("keyed-repair"); /* a repairer that dies: the next locker repairs again */
+  }
   atomic_store(&k->locks[a->lock].keys, keys);
 }
 
@@ -305,6 +308,20 @@ int sw__kt_settle(sw_keyed *k, const sw__kt_key *q, int heal) {
   }
   sw__kt_unlock(k, lk);
   return SW_OK;
+}
+
+void sw__kt_mend_dead(sw_keyed *k) {
+  if (k->readonly) return;
+  for (uint32_t i = 0; i < k->nlocks; i++) {
+    int rc = pthread_mutex_trylock(&k->locks[i].m);
+    if (rc == EOWNERDEAD) {
+      sw__kt_repair_arg arg = {k, i};
+      sw__kt_repair(&arg);
+      pthread_mutex_consistent(&k->locks[i].m);
+      rc = 0;
+    }
+    if (rc == 0) pthread_mutex_unlock(&k->locks[i].m);
+  }
 }
 
 int sw__kt_damaged(const sw_keyed *k, uint32_t idx, const char *what) {
@@ -364,6 +381,16 @@ static inline sw__kt_stripe *sw__kt_lock_of(const sw_keyed *k, uint32_t idx) {
   return &k->locks[idx / SW__KT_WAYS % k->nlocks];
 }
 
+/* Damage seen in q's buckets under their locks: mend their stripes (and
+ * count their keys again); -2 tells the inserter to look again. */
+static int sw__kt_mend_locked(sw_keyed *k, const sw__kt_key *q) {
+  for (int i = 0; i < 2; i++) {
+    sw__kt_repair_arg arg = {k, q->b[i] % k->nlocks};
+    if (i == 0 || arg.lock != q->b[0] % k->nlocks) sw__kt_repair(&arg);
+  }
+  return -2;
+}
+
 /* Insert under the locks (sw__kt_insert). */
 static int sw__kt_insert_locked(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_ref *ref) {
   if (sw__kt_find(k, q, ref)) return 1; /* inserted meanwhile */
@@ -377,13 +404,8 @@ static int sw__kt_insert_locked(sw_keyed *k, int64_t t, const sw__kt_key *q, sw_
   if (count[j] > 0) {
     const uint32_t idx = (uint32_t)first[j];
     uint64_t m = atomic_load_explicit(sw__kt_meta_of(k, idx), memory_order_relaxed);
-    if (sw__unlikely(sw__kt_state(m) != SW__KT_EMPTY)) { /* a damaged tag: mend and look again */
-      for (int i = 0; i < nb; i++) {
-        sw__kt_repair_arg arg = {k, q->b[i] % k->nlocks};
-        sw__kt_repair(&arg);
-      }
-      return -2;
-    }
+    if (sw__unlikely(sw__kt_state(m) != SW__KT_EMPTY)) /* a damaged tag */
+      return sw__kt_mend_locked(k, q);
     sw__kt_fill(k, idx, sw__kt_mgen(m), q, t);
     atomic_fetch_add_explicit(&sw__kt_lock_of(k, idx)->keys, 1, memory_order_relaxed);
     *ref = (sw__kt_ref){idx, atomic_load(sw__kt_meta_of(k, idx))};
@@ -398,6 +420,9 @@ static int sw__kt_insert_locked(sw_keyed *k, int64_t t, const sw__kt_key *q, sw_
     for (j = 0; j < nb; j++)
       for (uint32_t idx = q->b[j] * SW__KT_WAYS; idx < (q->b[j] + 1) * SW__KT_WAYS; idx++) {
         uint64_t m = atomic_load_explicit(sw__kt_meta_of(k, idx), memory_order_acquire);
+        if (sw__unlikely(sw__kt_state(m) > SW__KT_READY ||
+                         (sw__kt_state(m) == SW__KT_READY && sw__kt_mlen(m) > k->key_words * 8)))
+          return sw__kt_mend_locked(k, q); /* a damaged meta: its place given back */
         if (sw__kt_state(m) != SW__KT_READY) continue;
         if (pass == 0) {
           if (!sw__kt_idle(k, idx, sw__kt_mgen(m), t)) continue;
@@ -416,7 +441,7 @@ static int sw__kt_insert_locked(sw_keyed *k, int64_t t, const sw__kt_key *q, sw_
     j = pass == 0 && count[1] > count[0];
     if (first[j] < 0) continue;
     const uint32_t idx = (uint32_t)first[j], gen = sw__kt_mgen(atomic_load(sw__kt_meta_of(k, idx)));
-    if (pass == 0) SW__KILL_POINT("keyed-reclaim");
+    SW__KILL_POINT(pass == 0 ? "keyed-reclaim" : "keyed-evict"); /* chosen, not yet moved */
     if (!sw__kt_move_words(k, idx, gen, t, pass == 0 ? SW__KT_MOVE_IDLE : SW__KT_MOVE_EVICT))
       continue; /* came back to life, or a request went in flight */
     SW__KILL_POINT("keyed-moved");
