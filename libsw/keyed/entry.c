@@ -226,13 +226,20 @@ static inline __attribute__((always_inline)) int sw__kt_fast(sw_keyed *k, int64_
   const uint64_t tag = (uint64_t)wid & SW__KT_WID_MASK;
   const uint32_t cur = nw == 2 ? (uint32_t)(wid & 1) : (uint32_t)(wid % nw);
   int64_t pass = 0;
-  /* the older windows, each sealed in its slot (one for the default 2) */
-  for (uint32_t back = 1, j = cur; back < nw; back++) {
-    j = j ? j - 1 : nw - 1;
-    const uint64_t lo = sw__kt_lo_of(&win[j]);
-    if ((lo & ~(uint64_t)SW__KT_COUNT_MAX) != (sw__kt_lo(tag - back, 0) | SW__KT_SEAL))
+  /* the older windows, each sealed in its slot (the default 2: one) */
+  if (nw == 2) {
+    const uint64_t lo = sw__kt_lo_of(&win[cur ^ 1]);
+    if ((lo & ~(uint64_t)SW__KT_COUNT_MAX) != (sw__kt_lo(tag - 1, 0) | SW__KT_SEAL))
       return SW__KT_FAST_FOUND; /* to seal, absent, newer or another key's */
-    pass += sw__kt_count(lo);
+    pass = sw__kt_count(lo);
+  } else {
+    for (uint32_t back = 1, j = cur; back < nw; back++) {
+      j = j ? j - 1 : nw - 1;
+      const uint64_t lo = sw__kt_lo_of(&win[j]);
+      if ((lo & ~(uint64_t)SW__KT_COUNT_MAX) != (sw__kt_lo(tag - back, 0) | SW__KT_SEAL))
+        return SW__KT_FAST_FOUND;
+      pass += sw__kt_count(lo);
+    }
   }
   uint64_t c = sw__kt_lo_of(&win[cur]), h = sw__kt_hi_of(&win[cur]);
   const bool same = sw__kt_wid(c) == tag;
