@@ -9,6 +9,7 @@
  * holds exactly its own counts and no other's, the table's key count is the
  * number of places holding keys, and no place is lost. */
 #include <signal.h>
+#include <stdbool.h>
 #include <sys/wait.h>
 
 #include "segutil.h"
@@ -66,17 +67,19 @@ static sw_decision enter(sw_keyed *k, int64_t t, const char *key) {
   return d;
 }
 
-/* The victim: one entry of the newcomer, at the time the scenario gives. */
-static int victim(const char *seg, const char *when) {
+/* The victim: one entry of the newcomer, at the time the scenario gives
+ * (and with "cancel", its cancel). */
+static int victim(const char *seg, const char *when, const char *then) {
   sw_keyed *k;
   if (sw_keyed_open(&k, seg, 12, NULL, SW_SEGMENT_ATTACH) != SW_OK) return 3;
   sw_decision d;
   int rc = sw_keyed_entry_at(k, atoll(when), "newcomer", 8, 1, 0, &d);
+  if (rc == SW_OK && strcmp(then, "cancel") == 0) rc = sw_keyed_cancel(k, &d);
   sw_keyed_free(k);
   return rc == SW_OK ? 0 : 4;
 }
 
-static pid_t spawn_victim(const char *seg, int64_t t, const char *spec) {
+static pid_t spawn(const char *seg, int64_t t, const char *spec, const char *then) {
   char when[32];
   snprintf(when, sizeof when, "%lld", (long long)t);
   flush_all();
@@ -84,10 +87,14 @@ static pid_t spawn_victim(const char *seg, int64_t t, const char *spec) {
   ck_assert_int_ge(pid, 0);
   if (pid == 0) {
     setenv("SW_TEST_KILL_AT", spec, 1);
-    execl("/proc/self/exe", "check_keyed_kills", "--victim", seg, when, (char *)NULL);
+    execl("/proc/self/exe", "check_keyed_kills", "--victim", seg, when, then, (char *)NULL);
     _exit(99);
   }
   return pid;
+}
+
+static pid_t spawn_victim(const char *seg, int64_t t, const char *spec) {
+  return spawn(seg, t, spec, "-");
 }
 
 /* The invariants, checked in a child with a time bound (a hang fails it):
@@ -284,6 +291,43 @@ START_TEST(test_eviction_meets_an_entry) {
 }
 END_TEST
 
+/* A cancel killed between its steps has given back some of the entry and
+ * nothing more: the newcomer's pass (reject, concurrency) or its queue
+ * place (pacing); no other key loses anything; a stopped one delays
+ * nobody and, continued, gives back the rest. */
+START_TEST(test_cancel_killed_and_stopped) {
+  const int kinds[] = {0, 3, 5}; /* reject, pacing, concurrency (an empty place or idle keys) */
+  for (int i = 0; i < 3; i++) {
+    const scenario *sc = &scenarios[kinds[i]];
+    for (int stop = 0; stop < 2; stop++) {
+      char name[64];
+      shm_name(name, sizeof name, "kcancel");
+      sw_keyed *k = prepare(name, sc);
+      pid_t pid = spawn(name, T_NEW, stop ? "keyed-cancel:1:stop" : "keyed-cancel", "cancel");
+      int st;
+      ck_assert_int_eq(waitpid(pid, &st, WUNTRACED), pid);
+      if (stop) {
+        ck_assert(WIFSTOPPED(st));
+        ck_assert_int_eq(enter(k, T_NEW, "old1").verdict, SW_VERDICT_PASS); /* nobody waits */
+        kill(pid, SIGCONT);
+        ck_assert_int_eq(wait_child(pid), 0);
+      } else {
+        ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+      }
+      sw_keyed_key s;
+      ck_assert_int_eq(sw_keyed_lookup_at(k, T_NEW, "newcomer", 8, &s), 1);
+      const bool queue = sc->behavior == SW_BEHAVIOR_PACING; /* given back first */
+      ck_assert_msg(s.pass == (queue && !stop), "%s, %s: pass %lld", sc->name,
+                    stop ? "stopped" : "killed", (long long)s.pass);
+      ck_assert_int_le(s.in_flight, stop ? 0 : 1);
+      if (sc->fill != EMPTY_PLACE) ck_assert_int_eq(kpass(k, T_NEW, "old1"), stop);
+      sw_keyed_free(k);
+      ck_ok(sw_segment_unlink(name));
+    }
+  }
+}
+END_TEST
+
 /* An entry stopped between reading its key's words and its CAS, while its
  * place changes hands 102,400 times (each time a new key whose entry is
  * blocked, so its window words look as the stopped entry saw its own):
@@ -339,7 +383,7 @@ START_TEST(test_entry_stopped_across_reuses) {
 END_TEST
 
 int main(int argc, char **argv) {
-  if (argc == 4 && strcmp(argv[1], "--victim") == 0) return victim(argv[2], argv[3]);
+  if (argc == 5 && strcmp(argv[1], "--victim") == 0) return victim(argv[2], argv[3], argv[4]);
   if (seg_setup() < 0) return EXIT_FAILURE;
   Suite *s = suite_create("keyed_kills");
   TCase *tc = tcase_create("points");
@@ -349,6 +393,7 @@ int main(int argc, char **argv) {
   tcase_add_loop_test(tc, test_stopped_at_every_point, 0, n);
   tcase_add_test(tc, test_repairer_killed);
   tcase_add_test(tc, test_eviction_meets_an_entry);
+  tcase_add_test(tc, test_cancel_killed_and_stopped);
   tcase_add_test(tc, test_entry_stopped_across_reuses);
   suite_add_tcase(s, tc);
   int rc = sw_test_run(s);

@@ -542,6 +542,9 @@ static void sw__kt_take_back(sw_keyed *k, uint32_t idx, uint32_t gen, uint64_t w
   }
 }
 
+/* Each step gives back one thing with one CAS, so a cancel killed midway
+ * has given back only some (keyed-cancel): never more, never another
+ * key's; the request in flight it leaves is as a killed process's. */
 SW_API int sw_keyed_cancel(sw_keyed *k, sw_decision *d) {
   SW__KT_CHECK(k);
   SW__CHECK_NULL(d, "decision");
@@ -570,10 +573,12 @@ SW_API int sw_keyed_cancel(sw_keyed *k, sw_decision *d) {
                         next > cost;
          steps++)
       if (sw__kt_cas(aux, &a, &h, (uint64_t)(next - cost), h)) break;
+    SW__KILL_POINT("keyed-cancel"); /* its place given back, its pass not yet */
     sw__kt_take_back(k, idx, gen, (uint64_t)sw__kt_pacing_wid(k, next, d->wait_ms), n);
   } else {
     /* the window: the most recent one with those low bits */
     sw__kt_take_back(k, idx, gen, what, n);
+    SW__KILL_POINT("keyed-cancel"); /* its pass given back; the request in flight, the total not */
   }
   if (k->kind == SW__KT_CONCURRENCY) { /* its request in flight */
     sw__kt_w *aux = sw__kt_aux(k, idx);
