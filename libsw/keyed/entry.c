@@ -251,6 +251,7 @@ static inline __attribute__((always_inline)) int sw__kt_fast(sw_keyed *k, int64_
   if (k->unit_interval ? (double)(used + n) > threshold : sw__kt_over(k, used, n, threshold))
     return SW__KT_FAST_FOUND;
   /* the rule's bound keeps the count within its 32 bits (sw__kt_rule_check) */
+  SW__KILL_POINT("keyed-cas");
   if (!sw__kt_cas_once(&win[cur], c, h, same ? c + (uint64_t)n : sw__kt_lo(wid, n),
                        same ? h : sw__kt_hi(gen, 0)))
     return SW__KT_FAST_FOUND;

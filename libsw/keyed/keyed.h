@@ -59,8 +59,8 @@
  *   keyed-tag       its tag written
  *   keyed-ready     meta READY: the key is in, its lock's key count not yet
  *   keyed-repair    a bucket of a dead locker's stripe mended, the others not yet
- * and an entry stops at keyed-cas (general path, pacing, concurrency) with
- * its words read and its CAS not yet made; a cancel at keyed-cancel,
+ * and an entry stops at keyed-cas (each path) with its words read and its
+ * CAS not yet made; a cancel at keyed-cancel,
  * between its give-backs (each one CAS). A process killed inside a lock leaves a BUSY slot, words at gen + 1, or a
  * stale key count; the next locker (EOWNERDEAD) repairs the lock's buckets
  * (sw__kt_repair) and counts their keys again. Shared bytes are untrusted:
