@@ -313,14 +313,10 @@ int sw__kt_settle(sw_keyed *k, const sw__kt_key *q, int heal) {
 void sw__kt_mend_dead(sw_keyed *k) {
   if (k->readonly) return;
   for (uint32_t i = 0; i < k->nlocks; i++) {
-    int rc = pthread_mutex_trylock(&k->locks[i].m);
-    if (rc == EOWNERDEAD) {
-      sw__kt_repair_arg arg = {k, i};
-      sw__kt_repair(&arg);
-      pthread_mutex_consistent(&k->locks[i].m);
-      rc = 0;
-    }
-    if (rc == 0) pthread_mutex_unlock(&k->locks[i].m);
+    sw__kt_repair_arg arg = {k, i};
+    /* no wait: a lock held by a live process is left to it */
+    if (sw__robust_lock(&k->locks[i].m, sw__kt_repair, &arg, "keyed table bucket", 0) == SW_OK)
+      pthread_mutex_unlock(&k->locks[i].m);
   }
 }
 
