@@ -222,6 +222,18 @@ static void sw__recover(void *arg) {
   }
 }
 
+/* The BUSY entry of name (sw__probe said there is one), or NULL. */
+static sw__entry *sw__busy_entry(sw_registry *r, const char *name, uint32_t hash) {
+  const uint32_t mask = r->hdr->index_size - 1;
+  for (uint32_t i = hash & mask, n = 0; n <= mask; i = (i + 1) & mask, n++) {
+    sw__entry *e = &r->index[i];
+    if (atomic_load(&e->state) == SW__ENTRY_BUSY && e->block < r->hdr->capacity &&
+        e->hash == hash && strcmp(e->name, name) == 0)
+      return e;
+  }
+  return NULL;
+}
+
 static int sw__lock(pthread_mutex_t *m, sw_registry *r) {
   return sw__robust_lock(m, sw__recover, r, "registry", SW__WRITE_LOCK_MS);
 }
@@ -244,12 +256,11 @@ SW_API int sw_registry_get_ex(sw_registry *r, const char *name, const sw_options
   bool busy;
   sw__entry *e = sw__probe(r, name, hash, &empty, &busy); /* again, under the lock */
   if (e == NULL && busy) { /* left BUSY by an inserter that failed: finish it */
-    for (uint32_t i = hash & (r->hdr->index_size - 1);; i = (i + 1) & (r->hdr->index_size - 1)) {
-      e = &r->index[i];
-      if (atomic_load(&e->state) == SW__ENTRY_BUSY && e->hash == hash && strcmp(e->name, name) == 0)
-        break;
-    }
-    if ((rc = sw__finish(r, (uint32_t)(e - r->index), rule)) < 0) e = NULL;
+    e = sw__busy_entry(r, name, hash);
+    rc = e == NULL ? sw__fail(SW_ECORRUPT, "registry index: the entry of %s changed while "
+                              "locked (a damaged segment)", name)
+                   : sw__finish(r, (uint32_t)(e - r->index), rule);
+    if (rc < 0) e = NULL;
   } else if (e == NULL) {
     uint32_t block = atomic_load(&r->hdr->count);
     if (empty == UINT32_MAX) {
