@@ -86,7 +86,8 @@ extern const uint32_t fz_mode_flags[FZ_NMODES];
 typedef struct fz_res {
   int32_t open_rc[FZ_NMODES]; /* 1: not reached */
   uint32_t calls;
-  uint32_t slow;              /* calls that took 1 s or more (a bounded lock wait) */
+  uint32_t slow;              /* calls that took 1 s or more (a bounded lock wait): the
+                                 first one ends the copy, whose next calls would wait too */
   uint32_t rc_count[FZ_NRC];
   char step[120];             /* the call under way */
 } fz_res;
