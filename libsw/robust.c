@@ -76,8 +76,7 @@ static void sw__kinds_init(void) {
 }
 #endif
 
-int sw__robust_lock(pthread_mutex_t *m, void (*repair)(void *), void *arg, const char *what,
-                    int timeout_ms) {
+int sw__robust_check(const pthread_mutex_t *m, const char *what) {
 #ifdef __GLIBC__
   pthread_once(&sw__kinds_once, sw__kinds_init);
   int kind = m->__data.__kind;
@@ -85,6 +84,12 @@ int sw__robust_lock(pthread_mutex_t *m, void (*repair)(void *), void *arg, const
     return sw__fail(SW_ECORRUPT, "%s lock is damaged (mutex kind 0x%x, not a robust mutex's)",
                     what, (unsigned)kind);
 #endif
+  return SW_OK;
+}
+
+int sw__robust_lock(pthread_mutex_t *m, void (*repair)(void *), void *arg, const char *what,
+                    int timeout_ms) {
+  if (sw__robust_check(m, what) < 0) return SW_ECORRUPT;
   int rc = pthread_mutex_trylock(m);
   if (rc == EBUSY) rc = sw__robust_wait(m, timeout_ms);
   if (sw__likely(rc == 0)) return SW_OK;

@@ -3,7 +3,8 @@
  * segments, each made by hand: an index entry in no known state, a mutex
  * whose kind word is damaged, a damaged rule, window starts that are no
  * window's (found at attach, and written after it), a slot sequence at the
- * top of its range, counts whose sum overflows. Each gives an error or a
+ * top of its range, counts whose sum overflows, a concurrency count at the
+ * ends of its range. Each gives an error or a
  * wrong count, never a hang, a crash or undefined behaviour. The damage is
  * written through the mapping, found by the library's own layout headers. */
 #include <math.h>
@@ -208,10 +209,34 @@ START_TEST(test_counts_overflow) {
 }
 END_TEST
 
+/* A concurrency count damaged to the ends of its range: entries decide
+ * (refused, or admitted with all units left), no overflow. */
+START_TEST(test_concurrency_count_damaged) {
+  char name[256];
+  sw_options *o = rule(3);
+  ck_ok(sw_options_set(o, SW_OPT_GRADE, SW_GRADE_CONCURRENCY));
+  file_name(name, sizeof name, "conc");
+  sw_segment *seg = seg_open(name, 4, o, SW_SEGMENT_CREATE);
+  sw_limiter *l = get(seg, "a");
+  const int64_t counts[] = {INT64_MIN, INT64_MAX, -1};
+  for (int i = 0; i < 3; i++) {
+    atomic_store(&l->node.live->concurrency, counts[i]);
+    sw_decision d;
+    ck_ok(sw_limiter_entry_at(l, T0, 1, 0, &d));
+    ck_assert_int_eq(d.verdict, counts[i] > 0 ? SW_VERDICT_BLOCK : SW_VERDICT_PASS);
+    ck_assert_int_ge(d.remaining, 0);
+  }
+  sw_segment_close(seg);
+  sw_options_free(o);
+  ck_ok(sw_segment_unlink(name));
+}
+END_TEST
+
 int main(void) {
   if (seg_setup() < 0) return EXIT_FAILURE;
   Suite *s = suite_create("segment_damage");
-  SW_TCASE(s, "registry", test_entry_in_no_state, test_damaged_rule);
+  SW_TCASE(s, "registry", test_entry_in_no_state, test_damaged_rule,
+           test_concurrency_count_damaged);
   SW_TCASE(s, "locks", test_damaged_mutex_kind);
   SW_TCASE(s, "windows", test_window_start_at_attach, test_window_start_after_attach,
            test_torn_rule_at_the_top, test_counts_overflow);
