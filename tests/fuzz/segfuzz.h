@@ -76,7 +76,8 @@ void fz_damage(const fz_base *base, fz_rng *r, unsigned char **out, size_t *out_
 
 /* -------------------------------------------------------------- results */
 
-#define FZ_NRC 32 /* -rc of sw_err, 0 for SW_OK and found/not found */
+#define FZ_NRC 32 /* -rc of sw_err, 0 for SW_OK and values >= 0; the last: other negatives
+                     (a count read back damaged) */
 enum { FZ_MODE_CREATE, FZ_MODE_ATTACH, FZ_MODE_READONLY, FZ_NMODES };
 extern const char *const fz_mode_names[FZ_NMODES];
 extern const uint32_t fz_mode_flags[FZ_NMODES];

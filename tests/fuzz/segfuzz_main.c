@@ -34,7 +34,9 @@ int swctl_main(int argc, char **argv); /* tools/swctl.c, its main renamed */
  * children leave by _exit (no leak check there; the parent's bases live to
  * the end). */
 const char *__asan_default_options(void);
-const char *__asan_default_options(void) { return "detect_leaks=0:handle_abort=1"; }
+const char *__asan_default_options(void) {
+  return "detect_leaks=0:handle_abort=1:handle_sigill=1";
+}
 const char *__ubsan_default_options(void);
 const char *__ubsan_default_options(void) { return "print_stacktrace=1"; }
 
@@ -66,7 +68,7 @@ void fz_begin(const char *fmt, ...) {
 
 int64_t fz_end(int64_t rc) {
   fz_cur->calls++;
-  int64_t i = rc < 0 ? -rc : 0;
+  uint64_t i = rc < 0 ? -(uint64_t)rc : 0; /* a damaged count may be INT64_MIN */
   fz_cur->rc_count[i < FZ_NRC ? i : FZ_NRC - 1]++;
   if (mono_ms() - call_started_ms >= 1000) { /* a lock wait, bounded: the copy ends here */
     fz_cur->slow++;
@@ -335,7 +337,9 @@ static void worker(const fz_args *a, const fz_base *bases, int w, fz_slot *slots
 static void print_counts(const char *what, const uint32_t *count) {
   printf("  %-24s", what);
   for (int i = 0; i < FZ_NRC; i++)
-    if (count[i]) printf(" %s %u", i == 0 ? "ok" : sw_err_name(-i), count[i]);
+    if (count[i])
+      printf(" %s %u", i == 0 ? "ok" : i == FZ_NRC - 1 ? "other-negative" : sw_err_name(-i),
+             count[i]);
   printf("\n");
 }
 
