@@ -153,12 +153,10 @@ static void __attribute__((noreturn)) child(const fz_kind *k, int v, const char 
     k->drive(v, path, m);
   }
   write_copy(path, b, n);
-  char *ls[] = {"swctl", "ls", (char *)dir, NULL};
-  char *ls_json[] = {"swctl", "ls", (char *)dir, "--json", NULL};
+  char *ls[] = {"swctl", "ls", (char *)dir, "--json", NULL};
   char *list[] = {"swctl", "list", path, NULL};
-  char *list_json[] = {"swctl", "list", path, "--json", NULL};
   char *dump[] = {"swctl", "dump", path, "--top", "50", NULL};
-  char **cmds[] = {ls, ls_json, list, list_json, dump};
+  char **cmds[] = {ls, list, dump};
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
     int argc = 0;
     while (cmds[i][argc]) argc++;

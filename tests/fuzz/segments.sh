@@ -20,7 +20,8 @@
 #                           tests/run-all.sh names those with open findings,
 #                           tests/fuzz/FINDINGS.md)
 #   SW_SEGFUZZ_SAVE         where failing copies go (default BUILD_DIR/segfuzz-failures)
-#   SW_SEGFUZZ_JOBS         copies run at once (default 2)
+#   SW_SEGFUZZ_JOBS         copies run at once (default 3: a copy with a damaged lock
+#                           word sleeps through a bounded wait of 1 to 2 s)
 # A longer run: tests/fuzz/segments.sh 7 20000
 set -eu
 seed=${1:-1}
@@ -30,7 +31,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 kinds=${SW_SEGFUZZ_KINDS:-registry keyed breaker}
 report_only=${SW_SEGFUZZ_REPORT_ONLY:-}
 save=${SW_SEGFUZZ_SAVE:-$build/segfuzz-failures}
-jobs=${SW_SEGFUZZ_JOBS:-2}
+jobs=${SW_SEGFUZZ_JOBS:-3}
 lib="$build/libsw/.libs/libsw.a"
 [ -f "$lib" ] || { echo "segments.sh: no $lib: build $build first (tests/run-all.sh)" >&2; exit 2; }
 libs=$(sed -n "s/^dependency_libs='\(.*\)'/\1/p" "$build/libsw/libsw.la")
