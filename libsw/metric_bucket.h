@@ -88,7 +88,8 @@ static inline void sw__mb_exit(const sw__metric_cfg *cfg, void *bucket, uint32_t
 static inline int64_t sw__mb_sum_tail(uint32_t stripes, const void *bucket, sw_event ev) {
   const sw__mb_stripe *st = bucket;
 #define SW__LD(i) (uint64_t)atomic_load_explicit(&st[i].c[ev], memory_order_relaxed)
-  if (sw__likely(stripes == SW__DEFAULT_STRIPES)) return (int64_t)(SW__LD(1) + SW__LD(2) + SW__LD(3));
+  if (sw__likely(stripes == SW__DEFAULT_STRIPES))
+    return (int64_t)(SW__LD(1) + SW__LD(2) + SW__LD(3));
   if (stripes == 1) return 0;
   uint64_t sum = SW__LD(1);
   if (stripes == 2) return (int64_t)sum;
