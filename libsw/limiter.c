@@ -254,10 +254,11 @@ static __attribute__((noinline)) int64_t sw__retry_after_view(sw_limiter *l, int
   return ws + (k <= last ? k : last) * wl - t;
 }
 
-/* Whole units left under limit (>= 0) once used are taken. */
+/* Whole units left under limit (>= 0) once used are taken (a negative
+ * used, a count damaged in a segment, leaves all of them). */
 static inline int64_t sw__floor_left(double limit, int64_t used) {
   int64_t whole = limit < (double)INT64_MAX ? (int64_t)limit : INT64_MAX; /* limit >= 0 */
-  return whole > used ? whole - used : 0;
+  return used < 0 ? whole : whole > used ? whole - used : 0;
 }
 
 /* Reject behaviour (and warm-up, with its current limit) on the QPS grade. */
@@ -299,7 +300,7 @@ static void sw__decide_concurrency(sw_limiter *l, const sw__rule *r, int64_t t, 
   _Atomic int64_t *cur = &l->node.live->concurrency;
   int64_t c = atomic_load_explicit(cur, memory_order_relaxed);
   for (;;) {
-    if ((double)(c + n) > r->threshold) {
+    if ((double)c + (double)n > r->threshold) { /* in doubles: c may be any value */
       d->verdict = SW_VERDICT_BLOCK;
       /* Nothing says when a request will finish: suggest the average RT. */
       double rt = sw_node_avg_rt_at(&l->node, t);

@@ -440,11 +440,23 @@ static void sw__seal_older(sw_metric *m, int64_t t) {
  * anywhere moves there first, and one that creates its window reads again
  * before counting: so an older window created after a newer one's last read
  * never takes a count. The boundary cannot overshoot. */
+#define SW__ADMIT_ROUNDS 64
 int sw__admit_general(sw_metric *m, int64_t t, int64_t n, double limit, bool strict,
                       int64_t *pass_before) {
   const double isec = (double)m->la.interval / 1000.0;
   const int64_t wl = m->la.wl;
-  for (;;) {
+  for (int round = 0;; round++) {
+    /* Each round follows a change another entry made (a newer window, a
+     * seal, a window created); window words that keep sending it round
+     * (damaged: a start that is no window's, a seal that never holds) would
+     * send it round for ever: refused, and said. */
+    if (sw__unlikely(round == SW__ADMIT_ROUNDS)) {
+      sw__fail(SW_ECORRUPT, "the windows of a limiter's per-second array are damaged (no "
+               "decision after %d rounds at %lld ms): entry refused", SW__ADMIT_ROUNDS,
+               (long long)t);
+      *pass_before = 0;
+      return 0;
+    }
     void *body = NULL;
     sw__strict_view sv = {false, 0};
     int64_t pass = sw__fold_ex(m, t, SW_EVENT_PASS, false, &body, strict ? &sv : NULL);

@@ -97,15 +97,17 @@ SW_API int sw_segment_open(sw_segment **out, const char *name, uint32_t capacity
   if (rc == SW_OK) {
     seg->reg.shared = true;
     seg->reg.readonly = readonly;
-    rc = sw__registry_bind(&seg->reg, seg->shm.body,
-                           seg->shm.size - sw__shm_header(&seg->shm)->body_off);
-    if (rc == SW_OK && (seg->path = sw__strdup(name)) == NULL) rc = sw__fail(SW_ENOMEM, "name");
+    seg->reg.name = seg->path = sw__strdup(name);
+    rc = seg->path == NULL ? sw__fail(SW_ENOMEM, "name")
+                           : sw__registry_bind(&seg->reg, seg->shm.body,
+                                               seg->shm.size - sw__shm_header(&seg->shm)->body_off);
     if (rc < 0) {
       sw__registry_unbind(&seg->reg);
       sw__shm_abandon(&seg->shm, name);
     }
   }
   if (rc < 0) {
+    sw__free(seg->path);
     sw__free(seg);
     return rc;
   }
