@@ -61,5 +61,13 @@ for kind in $kinds; do
   *) [ "$rc" -eq 0 ] || status=1 ;;
   esac
 done
+# The copies that once failed (tests/fuzz/findings/KIND-VARIANT-*.seg), again.
+for f in "$top"/tests/fuzz/findings/*.seg; do
+  [ -f "$f" ] || continue
+  b=$(basename "$f" .seg)
+  kind=${b%%-*}
+  rest=${b#*-}
+  "$out/segfuzz" "$kind" --replay "$f" --variant "${rest%%-*}" || status=1
+done
 [ "$status" -eq 0 ] || echo "segments.sh: failing copies are in $save"
 exit "$status"
