@@ -413,6 +413,36 @@ START_TEST(test_late_lease_decides_nothing_later) {
 }
 END_TEST
 
+/* An exit with a stale time (a caller's clock read long before) moves no
+ * time back: a period that began at clock + 1, after a late prober's time,
+ * reopens no earlier than that, so the next period begins after it and its
+ * words are not the earlier period's. */
+START_TEST(test_stale_exit_moves_no_time_back) {
+  sw_options *o = kill_rule(2);
+  sw_breaker *b;
+  ck_ok(sw_breaker_create(&b, o));
+  sw_options_free(o);
+  ck_ok(sw_breaker_exit_at(b, T0 - OPEN_MS, NULL, 1, SW_EXIT_ERROR));
+  sw_decision a, late, p1, p2, d;
+  ck_ok(sw_breaker_entry_at(b, T0, &a));
+  ck_ok(sw_breaker_entry_at(b, T0 + 150, &late)); /* the clock: T0 + 150 */
+  ck_ok(sw_breaker_exit_at(b, T0 + 1, &a, 1, SW_EXIT_ERROR)); /* open until T0 + 101 */
+  ck_ok(sw_breaker_entry_at(b, T0 + 101, &p1)); /* a period from T0 + 151 */
+  ck_ok(sw_breaker_entry_at(b, T0 + 101, &p2));
+  ck_assert(p1.probe != 0 && p2.probe != 0);
+  ck_assert_int_eq(info(b, T0 + 101).state_since_ms, T0 + 151);
+  ck_ok(sw_breaker_exit_at(b, T0 + 2, &p1, 1, SW_EXIT_ERROR)); /* stale: open until T0 + 251 */
+  sw_breaker_info in = info(b, T0 + 2);
+  ck_assert_int_eq(in.state, SW_BREAKER_OPEN);
+  ck_assert_int_eq(in.next_probe_ms, T0 + 151 + OPEN_MS);
+  ck_ok(sw_breaker_entry_at(b, in.next_probe_ms, &d));
+  ck_assert(d.probe != 0);
+  ck_ok(sw_breaker_exit_at(b, in.next_probe_ms, &p2, 1, SW_EXIT_ERROR)); /* the last period's */
+  ck_assert_int_eq(info(b, in.next_probe_ms).state, SW_BREAKER_HALF_OPEN);
+  sw_breaker_free(b);
+}
+END_TEST
+
 /* Done marks of an earlier period are not the current one's: a period that
  * closed with its two places done, then a period whose first good probe
  * alone does not close it. */
@@ -513,7 +543,8 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, test_wedge_closed_by_the_next_entry);
   suite_add_tcase(s, tc);
   SW_TCASE(s, "earlier periods", test_earlier_probe_decides_nothing,
-           test_late_lease_decides_nothing_later, test_earlier_done_marks_count_nothing,
+           test_late_lease_decides_nothing_later, test_stale_exit_moves_no_time_back,
+           test_earlier_done_marks_count_nothing,
            test_probe_paused_across_2_20_transitions);
   return sw_test_run(s);
 }
