@@ -138,12 +138,12 @@ static __attribute__((noinline)) int sw__brk_entry_slow(sw_breaker *b, int64_t t
       const int64_t clock = atomic_load(&blk->clock);
       if (sw__unlikely(clock > SW__BRK_WORD_TIME_MAX))
         return sw__brk_corrupt(b, "its clock word holds %lld ms", (long long)clock);
-      const int moved = sw__brk_move(b, w, SW_BREAKER_HALF_OPEN, sw__brk_max(t, clock + 1));
+      const int64_t start = sw__brk_max(t, clock + 1);
+      const int moved = sw__brk_move(b, w, SW_BREAKER_HALF_OPEN, start);
       if (moved < 0) return moved;
       if (moved) {
         SW__KILL_POINT("breaker-half-open");
-        sw__brk_changed(b, SW__BRK_HALF_OPENED, SW_BREAKER_OPEN, SW_BREAKER_HALF_OPEN,
-                        sw__brk_max(t, clock + 1), 0);
+        sw__brk_changed(b, SW__BRK_HALF_OPENED, SW_BREAKER_OPEN, SW_BREAKER_HALF_OPEN, start, 0);
       }
       continue;
     }
