@@ -31,6 +31,9 @@ CK_FORK=no SW_STRESS=2 TSAN_OPTIONS="halt_on_error=1" make -C _build/tsan -s -j"
 step "C unit tests under valgrind memcheck"
 tests/valgrind.sh _build/plain
 
+step "shared breaker under random SIGKILL and SIGSTOP (30 s, 0 wedges)"
+tests/stress/breaker-kill.sh _build/plain --seconds 30
+
 step "fuzzer against the reference model (30 s)"
 tests/fuzz/run.sh 30 _build/plain
 

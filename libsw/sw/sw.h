@@ -1109,7 +1109,7 @@ SW_API void sw_breaker_free(sw_breaker *b);
  * until the next probe may go, while HALF_OPEN the time until the earliest
  * probe's timeout. A pass must be followed by one sw_breaker_exit with the
  * decision. Thread-safe, across processes too. Errors: SW_ENULL, SW_EPERM
- * (read-only), SW_ETIME. */
+ * (read-only), SW_ETIME, SW_ECORRUPT (a damaged shared breaker, named). */
 SW_API int sw_breaker_entry(sw_breaker *b, sw_decision *d);
 SW_API int sw_breaker_entry_at(sw_breaker *b, int64_t t, sw_decision *d);
 /* The end of a passed entry d (NULL: not a probe) after rt_ms: counted in
@@ -1118,7 +1118,8 @@ SW_API int sw_breaker_entry_at(sw_breaker *b, int64_t t, sw_decision *d);
  * result decides the half-open state. With SW_EXIT_CANCEL the entry did
  * not run: nothing is counted and a probe's place is given back (the next
  * entry probes). rt_ms in 0..INT32_MAX (SW_ERANGE); flags SW_EXIT_ERROR,
- * SW_EXIT_CANCEL (SW_EINVAL otherwise). */
+ * SW_EXIT_CANCEL (SW_EINVAL otherwise); SW_ECORRUPT (a damaged shared
+ * breaker, named). */
 SW_API int sw_breaker_exit(sw_breaker *b, const sw_decision *d, int64_t rt_ms, uint32_t flags);
 SW_API int sw_breaker_exit_at(sw_breaker *b, int64_t t, const sw_decision *d, int64_t rt_ms,
                               uint32_t flags);
@@ -1151,7 +1152,8 @@ typedef struct sw_breaker_info {
   int64_t blocked;         /* entries refused */
   int64_t reserved[4];
 } sw_breaker_info;
-/* The state and statistics at t. Thread-safe. */
+/* The state and statistics at t. Thread-safe. SW_ECORRUPT: a damaged
+ * shared breaker (named). */
 SW_API int sw_breaker_stats_at(const sw_breaker *b, int64_t t, sw_breaker_info *out);
 /* The rule (SW_OPT_BREAKER_*) into opts. */
 SW_API int sw_breaker_get_rule(const sw_breaker *b, sw_options *opts);

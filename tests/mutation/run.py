@@ -31,7 +31,7 @@ ORDER = ["check_errors", "check_leap_array", "check_variants", "check_metric",
          "check_plugin", "check_keyed", "check_keyed_edges", "check_keyed_cancel",
          "check_keyed_damage", "check_keyed_kills", "check_bad_input", "check_alloc", "check_concurrency",
          "check_segment", "check_segment_files", "check_keyed_segment", "check_crash",
-         "check_cluster", "check_breaker", "check_breaker_shared", "check_rules"]
+         "check_cluster", "check_breaker", "check_breaker_shared", "check_breaker_kill", "check_rules"]
 
 
 def sh(cmd, cwd, timeout=None, quiet=True):
