@@ -7,7 +7,9 @@
  *   and its checksum, boot id, creator, state) | the kind's block
  *
  * Creation is exclusive (O_EXCL) and marks the file as libsw's before it
- * grows: magic and kind are written first, the state becomes READY last. A
+ * grows: magic and kind are written first, then the file gets its size with
+ * every page allocated (fallocate: a full tmpfs is SW_ENOMEM at the open,
+ * never a SIGBUS at a later first touch), the state becomes READY last. A
  * file that is not libsw's is never taken over; one whose creator died
  * (libsw's magic, not READY) is created again by an open with CREATE. Opens
  * run under flock on the file (bounded wait), which the kernel releases if
