@@ -175,8 +175,11 @@ static int sw__shm_validate(const sw__shm_hdr *h, uint64_t size, const sw__shm_k
 
 /* ------------------------------------------------------------ reservation */
 
-#define SW__SHM_RESERVE_CHUNK (8u << 20) /* fallocate's unit: what a signal makes us redo */
-#define SW__SHM_EINTR_MAX 1000           /* interruptions of one chunk in a row, then an error */
+/* fallocate's unit, and the least it shrinks to while signals interrupt it
+ * (a chunk interrupted is given back whole and done again) */
+#define SW__SHM_RESERVE_CHUNK (8u << 20)
+#define SW__SHM_RESERVE_MIN (64u << 10)
+#define SW__SHM_EINTR_MAX 1000 /* interruptions in a row, then an error */
 
 /* n bytes for a person: "812 bytes", "5.9 MiB". */
 static const char *sw__human(char buf[32], uint64_t n) {
@@ -235,45 +238,48 @@ static int sw__shm_write_zeros(int fd, uint64_t off, uint64_t len) {
 
 /* Give the file size bytes, every page of them allocated now, so that no
  * page is allocated at a first touch later, where a full file system is a
- * SIGBUS. fallocate, a chunk at a time (a signal makes it redo one chunk,
- * at most SW__SHM_EINTR_MAX times in a row). A file system that cannot
- * allocate ahead (fallocate: EOPNOTSUPP — ramfs, some FUSE and NFS mounts)
- * gets a zero written into each page instead, which allocates it the same
- * way. On failure the file keeps its header (libsw's mark) and nothing
- * else: what was reserved is given back. */
+ * SIGBUS. fallocate, a chunk at a time; a signal (EINTR: tmpfs gives the
+ * interrupted chunk back) halves the chunk, down to 64 KiB, so that a
+ * profiler's signals slow the reservation down but do not stop it; 1,000
+ * interruptions in a row are an error. A file system that cannot allocate
+ * ahead (fallocate: EOPNOTSUPP — ramfs, some FUSE and NFS mounts) gets a
+ * zero written into each page instead, which allocates it the same way.
+ * On failure the file keeps its header (libsw's mark) and nothing else:
+ * what was reserved is given back. */
 static int sw__shm_reserve(int fd, const char *name, const sw__shm_kind *k, uint64_t size,
                            uint64_t keep) {
   bool emulate = false;
+  uint64_t chunk = SW__SHM_RESERVE_CHUNK;
+  int e = 0, interrupted = 0;
   for (uint64_t off = 0; off < size;) {
-    uint64_t len = size - off < SW__SHM_RESERVE_CHUNK ? size - off : SW__SHM_RESERVE_CHUNK;
-    int e = 0;
-    for (int tries = 0;; tries++) {
-      errno = 0;
-      e = emulate ? sw__shm_write_zeros(fd, off, len)
-                  : fallocate(fd, 0, (off_t)off, (off_t)len) == 0 ? 0 : errno;
-      if (e != EINTR || tries == SW__SHM_EINTR_MAX) break;
+    uint64_t len = size - off < chunk ? size - off : chunk;
+    errno = 0;
+    e = emulate ? sw__shm_write_zeros(fd, off, len)
+                : fallocate(fd, 0, (off_t)off, (off_t)len) == 0 ? 0 : errno;
+    if (e == EINTR && ++interrupted < SW__SHM_EINTR_MAX) {
+      if (chunk > SW__SHM_RESERVE_MIN) chunk /= 2;
+      continue;
     }
     if (!emulate && (e == EOPNOTSUPP || e == ENOSYS)) {
       emulate = true;
       continue;
     }
-    if (e != 0) {
-      int give_back = ftruncate(fd, (off_t)keep); /* the pages reserved so far */
-      (void)give_back;
-      if (e == ENOSPC || e == ENOMEM || e == EDQUOT) {
-        char why[128];
-        snprintf(why, sizeof why, "%s: %s", emulate ? "writing its pages" : "fallocate",
-                 strerror(e));
-        return sw__shm_no_room(fd, name, k, size, why);
-      }
-      return sw__fail(SW_EIO, "cannot reserve the %llu bytes of %s %s: %s%s",
-                      (unsigned long long)size, k->what, name, strerror(e),
-                      e == EINTR ? " (interrupted by signals too often)" : "");
-    }
+    if (e != 0) break;
+    interrupted = 0;
     off += len;
     SW__KILL_POINT("segment-reserving");
   }
-  return SW_OK;
+  if (e == 0) return SW_OK;
+  int give_back = ftruncate(fd, (off_t)keep); /* the pages reserved so far */
+  (void)give_back;
+  if (e == ENOSPC || e == ENOMEM || e == EDQUOT) {
+    char why[128];
+    snprintf(why, sizeof why, "%s: %s", emulate ? "writing its pages" : "fallocate", strerror(e));
+    return sw__shm_no_room(fd, name, k, size, why);
+  }
+  return sw__fail(SW_EIO, "cannot reserve the %llu bytes of %s %s: %s%s",
+                  (unsigned long long)size, k->what, name, strerror(e),
+                  e == EINTR ? " (interrupted by signals 1000 times in a row)" : "");
 }
 
 /* -------------------------------------------------------------- creation */

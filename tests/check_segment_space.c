@@ -221,62 +221,109 @@ END_TEST
 
 /* --------------------------------- filled between the check and the reservation */
 
-/* The victim: create a keyed table of capacity cap at name; exit 0 if it
- * was refused by the reservation (fallocate's ENOSPC), 1 otherwise. */
+/* The victim: create a keyed table of capacity cap at name; its message
+ * on stdout, its code negated as its exit status. */
 static int victim_create(const char *name, uint32_t cap) {
   int rc = open_kind(KEYED, name, cap, SW_SEGMENT_CREATE);
+  printf("%s\n", rc ? g_msg : "created");
   fprintf(stderr, "  victim: %s: %s\n", sw_err_name(rc), rc ? g_msg : "created");
-  return rc == SW_ENOMEM && strstr(g_msg, "(fallocate: No space left on device)") != NULL ? 0 : 1;
+  return -rc;
 }
 
-/* Run this program as a victim creating name, with SW_TEST_KILL_AT=spec;
- * it is returned stopped (SIGSTOP) when spec ends in :stop. */
-static pid_t start_victim(const char *spec, const char *name, uint32_t cap) {
+/* Start this program as a victim creating name, with env ("NAME=value"
+ * strings, NULL last) added to its environment; its stdout into *out (a
+ * pipe's end). No Check asserts: it runs in test children too. */
+static pid_t victim_start(const char *name, uint32_t cap, const char *const *env, int *out) {
+  int p[2];
+  if (pipe(p) < 0) return -1;
   flush_all();
   pid_t pid = fork();
-  ck_assert_int_ge(pid, 0);
   if (pid == 0) {
     char c[16];
     snprintf(c, sizeof c, "%u", cap);
-    setenv("SW_TEST_KILL_AT", spec, 1);
+    for (; env && *env; env++) putenv((char *)*env);
+    dup2(p[1], 1);
+    close(p[0]);
     execl("/proc/self/exe", "victim", "--victim", name, c, (char *)NULL);
     _exit(99);
   }
-  if (strstr(spec, ":stop")) {
-    int st;
-    ck_assert_int_eq(waitpid(pid, &st, WUNTRACED), pid);
-    ck_assert_msg(WIFSTOPPED(st), "victim (%s) did not stop there: status %d", spec, st);
-  }
+  close(p[1]);
+  *out = p[0];
   return pid;
 }
 
+/* A victim's end: its status (wait_child's) and its output into out. */
+static int victim_end(pid_t pid, int fd, char *out, size_t cap) {
+  ssize_t n, len = 0;
+  while ((n = read(fd, out + len, cap - 1 - (size_t)len)) > 0) len += n;
+  out[len] = '\0';
+  close(fd);
+  return wait_child(pid);
+}
+
+/* A victim run to its end. */
+static int victim_run(const char *name, uint32_t cap, const char *const *env, char *out,
+                      size_t outcap) {
+  int fd;
+  pid_t pid = victim_start(name, cap, env, &fd);
+  return pid < 0 ? -1 : victim_end(pid, fd, out, outcap);
+}
+
+/* The environment of a victim whose fallocate answers as how says
+ * (tests/shims/fallocate.c), preloaded (ASan: after its runtime). */
+static const char *const *shim_env(const char *how) {
+  static char preload[512], what[64], asan[512];
+  static const char *env[4];
+  const char *was = getenv("ASAN_OPTIONS");
+  snprintf(preload, sizeof preload, "LD_PRELOAD=%s", SW_FALLOCATE_SHIM);
+  snprintf(what, sizeof what, "SW_SHIM_FALLOCATE=%s", how);
+  snprintf(asan, sizeof asan, "ASAN_OPTIONS=%s%sverify_asan_link_order=0", was ? was : "",
+           was && *was ? ":" : "");
+  env[0] = preload;
+  env[1] = what;
+  env[2] = asan;
+  env[3] = NULL;
+  return env;
+}
+
+/* fallocate as the file system has it, and one that cannot allocate ahead
+ * (its pages written instead) */
 static void filled_meanwhile(const char *dir) {
-  char name[256];
-  snprintf(name, sizeof name, "%s/late", dir);
-  /* stopped once its mark is written: after the free-space check */
-  flush_all();
-  pid_t pid = fork();
-  CHILD_CHECK(pid >= 0, 10);
-  if (pid == 0) {
-    setenv("SW_TEST_KILL_AT", "segment-marked:1:stop", 1);
-    execl("/proc/self/exe", "victim", "--victim", name, "10000", (char *)NULL);
-    _exit(99);
+  for (int emulated = 0; emulated < 2; emulated++) {
+    char name[256], out[2048];
+    snprintf(name, sizeof name, "%s/late", dir);
+    /* stopped once its mark is written: after the free-space check */
+    const char *const *shim = shim_env("eopnotsupp");
+    const char *const env[] = {"SW_TEST_KILL_AT=segment-marked:1:stop",
+                               emulated ? shim[0] : NULL, shim[1], shim[2], NULL};
+    int fd, st;
+    pid_t pid = victim_start(name, 10000, env, &fd);
+    CHILD_CHECK(pid > 0 && waitpid(pid, &st, WUNTRACED) == pid && WIFSTOPPED(st), 11);
+    fill(dir);
+    kill(pid, SIGCONT);
+    CHILD_CHECK(victim_end(pid, fd, out, sizeof out) == -SW_ENOMEM, 12);
+    CHILD_CHECK(strstr(out, emulated ? "(writing its pages: No space left on device)"
+                                     : "(fallocate: No space left on device)") != NULL, 13);
+    CHILD_CHECK(file_stat(name).st_size == -1, 14);
+    char filler[256];
+    snprintf(filler, sizeof filler, "%s/filler", dir);
+    CHILD_CHECK(unlink(filler) == 0, 15);
+    if (emulated) { /* with room, the pages written make a whole table */
+      CHILD_CHECK(victim_run(name, 10000, env + 1, out, sizeof out) == 0, 16);
+    } else {
+      CHILD_CHECK(open_kind(KEYED, name, 10000, SW_SEGMENT_CREATE) == SW_OK, 16);
+    }
+    struct stat fst = file_stat(name);
+    CHILD_CHECK((int64_t)fst.st_blocks * 512 == pages(fst.st_size), 17);
+    touch_every_page(name);
+    CHILD_CHECK(unlink(name) == 0, 18);
   }
-  int st;
-  CHILD_CHECK(waitpid(pid, &st, WUNTRACED) == pid && WIFSTOPPED(st), 11);
-  fill(dir);
-  kill(pid, SIGCONT);
-  CHILD_CHECK(wait_child(pid) == 0, 12); /* SW_ENOMEM from the reservation */
-  CHILD_CHECK(file_stat(name).st_size == -1, 13);
-  char filler[256];
-  snprintf(filler, sizeof filler, "%s/filler", dir);
-  CHILD_CHECK(unlink(filler) == 0, 14);
-  CHILD_CHECK(open_kind(KEYED, name, 10000, SW_SEGMENT_CREATE) == SW_OK, 15);
-  touch_every_page(name);
 }
 
 /* The file system fills up after the free-space check: the reservation
- * itself refuses (SW_ENOMEM), the file goes, and the next open creates it. */
+ * itself refuses (SW_ENOMEM), with fallocate and with the pages written
+ * where fallocate is not supported; the file goes, and the next open
+ * creates it. */
 START_TEST(test_filled_after_the_check) {
   char dir[256];
   snprintf(dir, sizeof dir, "%s/late", g_dir);
@@ -312,6 +359,26 @@ END_TEST
 /* A keyed table of 3 or more chunks of 8 MiB (capacity 400,000). */
 #define BIG_CAP 400000u
 
+/* A victim creating name with SW_TEST_KILL_AT=spec: killed there, or
+ * stopped there (returned stopped) when spec ends in :stop. */
+static pid_t victim_at(const char *spec, const char *name, uint32_t cap) {
+  char var[96];
+  snprintf(var, sizeof var, "SW_TEST_KILL_AT=%s", spec);
+  const char *const env[] = {var, NULL};
+  int fd, st;
+  pid_t pid = victim_start(name, cap, env, &fd);
+  ck_assert_int_gt(pid, 0);
+  close(fd);
+  ck_assert_int_eq(waitpid(pid, &st, WUNTRACED), pid);
+  if (strstr(spec, ":stop")) {
+    ck_assert_msg(WIFSTOPPED(st), "victim (%s) did not stop there: status %d", spec, st);
+  } else {
+    ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
+                  "victim (%s) was not killed there: status %d", spec, st);
+  }
+  return pid;
+}
+
 /* A creator killed after its first chunk leaves a marked, partly reserved
  * file: refused without CREATE, created again (reserved once, whole) with
  * it. A small segment's only chunk, too. */
@@ -320,8 +387,7 @@ START_TEST(test_killed_while_reserving) {
   for (int i = 0; i < 2; i++) {
     char name[64];
     shm_name(name, sizeof name, "reserving");
-    pid_t pid = start_victim("segment-reserving", name, caps[i]);
-    ck_assert_int_eq(wait_child(pid), 128 + SIGKILL);
+    victim_at("segment-reserving", name, caps[i]);
     struct stat st = file_stat(name);
     ck_assert_int_gt(st.st_size, 0);
     if (i == 0) ck_assert_int_eq(st.st_size, 8 << 20); /* one chunk of several */
@@ -352,7 +418,7 @@ END_TEST
 START_TEST(test_stopped_while_reserving) {
   char name[64];
   shm_name(name, sizeof name, "stopped");
-  pid_t pid = start_victim("segment-reserving:1:stop", name, BIG_CAP);
+  pid_t pid = victim_at("segment-reserving:1:stop", name, BIG_CAP);
   ck_assert_int_eq(open_kind(KEYED, name, BIG_CAP, SW_SEGMENT_CREATE), SW_EBUSY);
   char holder[64];
   snprintf(holder, sizeof holder, "locked by process %d", (int)pid);
@@ -364,6 +430,27 @@ START_TEST(test_stopped_while_reserving) {
   struct stat st = file_stat(name);
   ck_assert_int_eq((int64_t)st.st_blocks * 512, pages(st.st_size));
   ck_ok(sw_segment_unlink(name));
+}
+END_TEST
+
+/* ------------------------------------------- interrupted, or not supported */
+
+/* fallocate interrupted by signals (EINTR: the chunk given back): 50 in a
+ * row, and the table is made, reserved whole; interrupted for ever, the
+ * open fails after 1,000 with SW_EIO saying so, and the file is gone. */
+START_TEST(test_interrupted_reservation) {
+  char name[64], out[2048];
+  shm_name(name, sizeof name, "eintr");
+  int rc = victim_run(name, BIG_CAP, shim_env("eintr:50"), out, sizeof out);
+  ck_assert_msg(rc == 0, "status %d: %s", rc, out);
+  struct stat st = file_stat(name);
+  ck_assert_int_eq((int64_t)st.st_blocks * 512, pages(st.st_size));
+  ck_assert_int_eq(open_kind(KEYED, name, BIG_CAP, 0), SW_OK);
+  ck_ok(sw_segment_unlink(name));
+  rc = victim_run(name, 16, shim_env("eintr"), out, sizeof out);
+  ck_assert_msg(rc == -SW_EIO, "status %d: %s", rc, out);
+  ck_assert_msg(strstr(out, "interrupted by signals 1000 times in a row"), "%s", out);
+  ck_assert_int_eq(file_stat(name).st_size, -1);
 }
 END_TEST
 
@@ -408,7 +495,7 @@ int main(int argc, char **argv) {
   SW_TCASE(s, "full", test_dev_shm_too_small, test_tmpfs_holds_exactly_n,
            test_filled_after_the_check, test_ramfs_without_fallocate);
   SW_TCASE(s, "creation", test_killed_while_reserving, test_stopped_while_reserving,
-           test_size_differs_from_header);
+           test_interrupted_reservation, test_size_differs_from_header);
   int rc = sw_test_run(s);
   cleanup();
   return rc;
