@@ -475,7 +475,7 @@ fail:
   return rc;
 }
 
-int sw__shm_peek(const char *name, sw__shm_hdr *out, uint64_t *size, uint32_t *uid) {
+int sw__shm_peek(const char *name, sw__shm_hdr *out, sw__shm_file *file) {
   int rc = sw__shm_check_name(name);
   if (rc < 0) return rc;
   char path[4096 + 16];
@@ -496,8 +496,12 @@ int sw__shm_peek(const char *name, sw__shm_hdr *out, uint64_t *size, uint32_t *u
     rc = sw__fail(SW_EFOREIGN, "%s is not a libsw segment (magic 0x%016llx)", path,
                   (unsigned long long)out->magic);
   }
-  *size = (uint64_t)st.st_size;
-  *uid = (uint32_t)st.st_uid;
+  struct statvfs vfs;
+  const bool fs = fstatvfs(fd, &vfs) == 0;
+  *file = (sw__shm_file){(uint64_t)st.st_size, (uint64_t)st.st_blocks * 512,
+                         fs ? (int64_t)((uint64_t)vfs.f_bavail * vfs.f_frsize) : -1,
+                         fs ? (int64_t)((uint64_t)vfs.f_blocks * vfs.f_frsize) : -1,
+                         (uint32_t)st.st_uid};
   close(fd);
   return rc;
 }

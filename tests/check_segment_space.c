@@ -182,6 +182,10 @@ static void holds_n(const char *dir) {
   }
   struct statvfs vfs;
   CHILD_CHECK(statvfs(dir, &vfs) == 0 && vfs.f_bavail == 0, 30);
+  sw_segment_info info; /* what swctl ls shows */
+  CHILD_CHECK(sw_segment_probe(name[0], &info) == SW_OK && info.size == g_fit_size[kind], 36);
+  CHILD_CHECK(info.allocated == pages(g_fit_size[kind]) && info.fs_free == 0, 37);
+  CHILD_CHECK(info.fs_size == N_FIT * pages(g_fit_size[kind]), 38);
   CHILD_CHECK(open_kind(kind, name[N_FIT], g_fit_cap[kind], SW_SEGMENT_CREATE) == SW_ENOMEM, 31);
   char needs[300];
   snprintf(needs, sizeof needs, "%s needs %lld bytes", name[N_FIT], (long long)g_fit_size[kind]);
@@ -204,9 +208,10 @@ static void holds_n(const char *dir) {
   }
 }
 
-/* A tmpfs of exactly N segments' pages: N are created, the next is
- * SW_ENOMEM (sparse segments would all be created, and die at a first
- * touch); then every page of the N is written: no SIGBUS. */
+/* A tmpfs of exactly N segments' pages: N are created (sw_segment_probe:
+ * each holds its pages, none free), the next is SW_ENOMEM (sparse segments
+ * would all be created, and die at a first touch); then every page of the
+ * N is written: no SIGBUS. */
 START_TEST(test_tmpfs_holds_exactly_n) {
   char dir[256], opt[64];
   snprintf(dir, sizeof dir, "%s/fit", g_dir);
