@@ -137,9 +137,10 @@ END_TEST
 
 #define RULES_MAX 100000 /* the most one list holds (rules.c) */
 
-/* A list of n rules, resource "r<i>"; rule bad (from 1; 0: none) is the
- * text bad_rule instead. Caller frees. */
-static char *many_rules(long n, long bad, const char *bad_rule, size_t *len) {
+/* A list of n rules, resource "r<i>" (tricky: "r<i>,]\"[", commas and
+ * brackets inside the string); rule bad (from 1; 0: none) is the text
+ * bad_rule instead. Caller frees. */
+static char *many_rules(long n, int tricky, long bad, const char *bad_rule, size_t *len) {
   size_t cap = (size_t)n * 48 + strlen(bad_rule) + 16;
   char *json = malloc(cap);
   ck_assert_ptr_nonnull(json);
@@ -148,7 +149,8 @@ static char *many_rules(long n, long bad, const char *bad_rule, size_t *len) {
   for (long i = 1; i <= n; i++) {
     if (i > 1) json[at++] = ',';
     if (i == bad) at += (size_t)snprintf(json + at, cap - at, "%s", bad_rule);
-    else at += (size_t)snprintf(json + at, cap - at, "{\"resource\":\"r%ld\",\"count\":1}", i);
+    else at += (size_t)snprintf(json + at, cap - at, "{\"resource\":\"r%ld%s\",\"count\":1}", i,
+                                tricky ? ",]\\\"[" : "");
   }
   json[at++] = ']';
   json[at] = '\0';
@@ -161,7 +163,7 @@ static char *many_rules(long n, long bad, const char *bad_rule, size_t *len) {
  * naming its own rule). */
 START_TEST(test_duplicates_in_long_lists) {
   size_t len;
-  char *json = many_rules(5000, 4000, "{\"resource\":\"r1234\",\"count\":2}", &len);
+  char *json = many_rules(5000, 0, 4000, "{\"resource\":\"r1234\",\"count\":2}", &len);
   sw_rules *r = (sw_rules *)&r;
   ck_sw(sw_rules_parse(&r, json, len), SW_EEXIST);
   ck_assert_ptr_null(r);
@@ -188,40 +190,43 @@ START_TEST(test_duplicates_in_long_lists) {
 }
 END_TEST
 
-/* The bound: a list of 100,000 rules is taken; one of 100,001 is refused
- * before any rule is parsed — a malformed element past the bound, or a
- * bad value before it, is never reached: the message names the bound. Commas and
- * brackets inside strings are not elements. sw_rules_add stops at the
- * bound too. */
+/* The bound: a list of 100,000 elements is parsed (its first rule, bad,
+ * is what refuses it: commas and brackets inside strings are not
+ * elements); one of 100,001 is refused before any rule is parsed — a
+ * malformed element past the bound, or a bad value before it, is never
+ * reached: the message names the bound. sw_rules_add stops at the bound. */
 START_TEST(test_bound_before_parsing) {
+  static const char bad_count[] = "{\"resource\":\"x\",\"count\":-1}";
   size_t len;
-  char *json = many_rules(RULES_MAX, RULES_MAX, "{\"resource\":\"x,]\\\",[\",\"count\":1}", &len);
-  sw_rules *r = parse(json);
-  ck_assert_uint_eq(sw_rules_count(r), RULES_MAX);
-  const char *res;
-  ck_ok(sw_rules_at(r, RULES_MAX - 1, &res, NULL, NULL, NULL));
-  ck_assert_str_eq(res, "x,]\",[");
-  ck_sw(sw_rules_add(r, "one more", NULL, -1, 0), SW_EFULL);
-  ck_msg_has("more than 100000 rules");
-  sw_rules_free(r);
+  char *json = many_rules(RULES_MAX, 1, 1, bad_count, &len);
+  sw_rules *r = (sw_rules *)&r;
+  ck_sw(sw_rules_parse(&r, json, len), SW_EINVAL);
+  ck_msg_has("rule 1 (resource \"x\"): count");
   free(json);
   /* a bad value past the bound and before it; bad JSON past it (before
    * it, an unclosed brace hides the elements after it: jansson says) */
   const struct {
     const char *text;
     long at;
-  } bad[] = {{"{\"resource\":\"x\",\"count\":-1}", RULES_MAX + 1},
-             {"{\"resource\":\"x\",\"count\":-1}", 2},
-             {"{bad json", RULES_MAX + 1},
-             {"17", 3}};
+  } bad[] = {{bad_count, RULES_MAX + 1}, {bad_count, 2}, {"{bad json", RULES_MAX + 1}};
   for (size_t b = 0; b < sizeof bad / sizeof *bad; b++) {
-    json = many_rules(RULES_MAX + 1, bad[b].at, bad[b].text, &len);
+    json = many_rules(RULES_MAX + 1, 1, bad[b].at, bad[b].text, &len);
     r = (sw_rules *)&r;
     ck_sw(sw_rules_parse(&r, json, len), SW_EFULL);
     ck_assert_ptr_null(r);
     ck_msg_has("more than 100000 rules in the list");
     free(json);
   }
+  ck_ok(sw_rules_create(&r));
+  char name[32];
+  for (int i = 0; i < RULES_MAX; i++) {
+    snprintf(name, sizeof name, "n%d", i);
+    ck_ok(sw_rules_add(r, name, NULL, -1, 0));
+  }
+  ck_sw(sw_rules_add(r, "one more", NULL, -1, 0), SW_EFULL);
+  ck_msg_has("more than 100000 rules");
+  ck_assert_uint_eq(sw_rules_count(r), RULES_MAX);
+  sw_rules_free(r);
 }
 END_TEST
 

@@ -935,6 +935,7 @@ typedef struct sw_rules sw_rules;
  * and a limiter made with it — and one bad rule refuses the list:
  * SW_EINVAL (not JSON: line and column; a bad field: "rule N (resource
  * \"R\"): FIELD: why"), SW_ERANGE, SW_EEXIST (a resource with two rules),
+ * SW_EFULL (more than 100,000 rules: refused before any is parsed),
  * SW_ENOTSUP (built without jansson), SW_ENULL, SW_ENOMEM. Thread-safe. */
 SW_API int sw_rules_parse(sw_rules **out, const char *json, size_t len);
 /* An empty list, to fill with sw_rules_add. */
@@ -945,7 +946,8 @@ SW_API uint32_t sw_rules_count(const sw_rules *r);
 /* Append the rule keys of opts (grade, behaviour, threshold, queueing,
  * warm-up, strict, cluster, dry run; NULL: the defaults) for resource
  * (1..63 bytes); keyed -1 (not said), 0 or 1; capacity 0 (not said) or
- * 1..2^28. SW_EEXIST if resource already has a rule. */
+ * 1..2^28. SW_EEXIST if resource already has a rule, SW_EFULL past 100,000
+ * rules. */
 SW_API int sw_rules_add(sw_rules *r, const char *resource, const sw_options *opts, int64_t keyed,
                         int64_t capacity);
 /* Rule i (< count): its resource (borrowed from r), its rule keys set into
