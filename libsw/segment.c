@@ -146,9 +146,8 @@ SW_API int sw_segment_probe(const char *name, sw_segment_info *out) {
   SW__CHECK_NULL(out, "out");
   memset(out, 0, sizeof *out);
   sw__shm_hdr h;
-  uint64_t size = 0;
-  uint32_t uid = 0;
-  int rc = sw__shm_peek(name, &h, &size, &uid);
+  sw__shm_file f;
+  int rc = sw__shm_peek(name, &h, &f);
   if (rc < 0) return rc;
   uint32_t capacity;
   memcpy(&capacity, h.config, sizeof capacity); /* every kind's configuration starts with it */
@@ -161,10 +160,13 @@ SW_API int sw_segment_probe(const char *name, sw_segment_info *out) {
                  (h.kind == SW__SHM_BREAKER && h.fingerprint == sw__brk_fingerprint());
   if (h.kind == SW__SHM_BREAKER) capacity = 0; /* its configuration is its rule */
   out->creator_pid = h.creator_pid;
-  out->owner_uid = uid;
+  out->owner_uid = f.uid;
   out->capacity = out->ready ? capacity : 0;
   out->layout = h.fingerprint;
-  out->size = (int64_t)size;
+  out->size = (int64_t)f.size;
   out->created_unix_ms = h.created_unix_ms;
+  out->allocated = (int64_t)f.allocated;
+  out->fs_free = f.fs_free;
+  out->fs_size = f.fs_size;
   return SW_OK;
 }

@@ -844,8 +844,9 @@ SW_API int sw_registry_at(sw_registry *r, uint32_t i, sw_limiter **out, const ch
  * segment (SW_EGEOMETRY if not); the default rule and SW_OPT_SEGMENT_* apply
  * to a new segment only. Names: 1..63 bytes without '/' (not "." or ".."),
  * or a path (SW_ERANGE otherwise).
- * A new segment is created exclusively and is sparse (memory is used as
- * names arrive); a file that exists is adopted only if it is a libsw segment,
+ * A new segment is created exclusively and its memory is reserved whole
+ * (its pages allocated: a full file system is SW_ENOMEM now, never a SIGBUS
+ * later); a file that exists is adopted only if it is a libsw segment,
  * or an empty file, owned by this process's uid or SW_OPT_SEGMENT_UID.
  * Errors for what is found: SW_ENOTFOUND (no segment, no SW_SEGMENT_CREATE),
  * SW_EFOREIGN (not a libsw segment, not a regular file), SW_ETYPE (another
@@ -854,7 +855,8 @@ SW_API int sw_registry_at(sw_registry *r, uint32_t i, sw_limiter **out, const ch
  * (permissions, another owner, a symbolic link without SW_SEGMENT_FOLLOW),
  * SW_EBUSY (another process holds the file's lock for more than 2 s: the
  * message names it), SW_ESIZE (larger than SW_OPT_SEGMENT_MAX_MB), SW_ENOMEM
- * (more than its file system has free), SW_EIO. A segment written before the
+ * (more than its file system has free: the message says how much it needs and
+ * has, and what to change), SW_EIO. A segment written before the
  * last reboot is reset: its times are stale. A failed open that created the
  * file removes it. */
 typedef struct sw_segment sw_segment;
@@ -899,9 +901,14 @@ typedef struct sw_segment_info {
   uint32_t capacity;    /* names (a registry) or keys (a keyed table) as created; 0 if not
                            ready, and for a breaker */
   uint64_t layout;      /* the layout fingerprint written by its creator */
-  int64_t size;         /* the file's size in bytes (sparse: pages are used as names arrive) */
+  int64_t size;         /* the file's size in bytes */
   int64_t created_unix_ms;
-  int64_t reserved[4];
+  int64_t allocated;    /* bytes its file system holds for it: its size (rounded up to
+                           pages) once reserved; less for a segment of an older libsw */
+  int64_t fs_free;      /* its file system (/dev/shm, or the path's): bytes free for an
+                           unprivileged process (statvfs f_bavail); -1 unknown */
+  int64_t fs_size;      /* ... and its size (0: a file system without a size, ramfs) */
+  int64_t reserved[1];
 } sw_segment_info;
 /* Fill *out from the header of the segment name (a name or a path, as
  * sw_segment_open; a symbolic link is not followed). Errors: SW_ENULL,
@@ -928,6 +935,7 @@ typedef struct sw_rules sw_rules;
  * and a limiter made with it — and one bad rule refuses the list:
  * SW_EINVAL (not JSON: line and column; a bad field: "rule N (resource
  * \"R\"): FIELD: why"), SW_ERANGE, SW_EEXIST (a resource with two rules),
+ * SW_EFULL (more than 100,000 rules: refused before any is parsed),
  * SW_ENOTSUP (built without jansson), SW_ENULL, SW_ENOMEM. Thread-safe. */
 SW_API int sw_rules_parse(sw_rules **out, const char *json, size_t len);
 /* An empty list, to fill with sw_rules_add. */
@@ -938,7 +946,8 @@ SW_API uint32_t sw_rules_count(const sw_rules *r);
 /* Append the rule keys of opts (grade, behaviour, threshold, queueing,
  * warm-up, strict, cluster, dry run; NULL: the defaults) for resource
  * (1..63 bytes); keyed -1 (not said), 0 or 1; capacity 0 (not said) or
- * 1..2^28. SW_EEXIST if resource already has a rule. */
+ * 1..2^28. SW_EEXIST if resource already has a rule, SW_EFULL past 100,000
+ * rules. */
 SW_API int sw_rules_add(sw_rules *r, const char *resource, const sw_options *opts, int64_t keyed,
                         int64_t capacity);
 /* Rule i (< count): its resource (borrowed from r), its rule keys set into
