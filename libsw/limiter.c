@@ -273,7 +273,8 @@ static inline __attribute__((always_inline)) void sw__decide_qps(sw_limiter *l,
     return;
   }
   if ((flags & SW_ENTRY_PRIORITIZED) && r->behavior == SW_BEHAVIOR_REJECT) {
-    int64_t wait = sw__node_borrow(&l->node, t, n, r->threshold, r->strict);
+    bool counted;
+    int64_t wait = sw__node_borrow(&l->node, t, n, r->threshold, r->strict, &counted);
     if (wait < l->node.hdr->occupy_timeout) {
       sw_node_add_occupied_pass_at(&l->node, t, n);
       if (sw__in_flight(flags))

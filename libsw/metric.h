@@ -64,6 +64,20 @@ typedef struct sw__admit_view {
 int sw__admit_general(sw_metric *m, int64_t t, int64_t n, double limit, bool strict,
                       int64_t *pass_before);
 
+/* The future (borrow) bucket of target's window, created or reset as
+ * needed; NULL when its slot holds a newer window. Its slot may still hold
+ * an older window whose borrowed passes no main window has taken (nothing
+ * was counted while it was current): they are carried into that window of
+ * the main array first, so that they count until it leaves the interval
+ * instead of vanishing with the slot. A borrower's target is at most one
+ * interval after its time, so that window has begun, and the main window
+ * it replaces has left the interval. Rare path: a reset under a lock. */
+void *sw__metric_future_body(sw_metric *m, int64_t target);
+/* Borrow n passes for target's window (addWaiting): counted in the future
+ * array, or in the main window once that is current (the future word
+ * sealed). False when neither counted them (a slot held a newer window). */
+bool sw__metric_borrow(sw_metric *m, int64_t target, int64_t n);
+
 /* Read the metric options (SW_OPT_OCCUPIABLE, SW_OPT_STRIPES, SW_OPT_MAX_RT_MS). */
 void sw__metric_options(const sw_options *opts, bool *occupiable, uint32_t *stripes,
                         int64_t *max_rt);

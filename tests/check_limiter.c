@@ -417,6 +417,54 @@ START_TEST(test_prioritized_walk_subtracts_borrowed_window) {
 }
 END_TEST
 
+/* Issue 24 case 12, Sentinel's flow controllers side by side: passes
+ * borrowed into window 1500 that no entry touches live only in the borrow
+ * array; the borrow at 2060 (for 2500) reuses that slot while 1500 is still
+ * in the interval. The borrowed pass must still count there (pass_qps 3,
+ * as Sentinel's), so the entry at 2100 is blocked; it used to vanish, and
+ * the limit admitted it again. Entries [t, n, prioritized, hold_ms] =
+ * [920,1,0,2000] [920,2,0,300] [1030,1,1,-] [2000,1,0,-] [2005,1,1,-]
+ * [2060,1,1,300], t past a round second; both strict modes. */
+START_TEST(test_prioritized_borrowed_pass_outlives_its_slot) {
+  for (int strict = 0; strict < 2; strict++) {
+    sw_options *o = rule_opts(SW_GRADE_QPS, SW_BEHAVIOR_REJECT, 3);
+    ck_ok(sw_options_set(o, SW_OPT_STRICT, strict));
+    sw_limiter *l = limiter_from(o);
+    sw_options_free(o);
+    sw_node *node = sw_limiter_node(l);
+    const int64_t b = 1000000; /* a round second */
+    sw_decision d;
+    ENTER(l, b + 920, 1, 0, d);
+    ck_assert_int_eq(d.verdict, PASS);
+    ENTER(l, b + 920, 2, 0, d);
+    ck_assert_int_eq(d.verdict, PASS);
+    ENTER(l, b + 1030, 1, SW_ENTRY_PRIORITIZED, d); /* borrows window 1500 */
+    ck_assert_int_eq(d.verdict, WAIT);
+    ck_assert_int_eq(d.wait_ms, 470);
+    ck_ok(sw_limiter_exit_at(l, b + 1220, 300, 2, 0));
+    ENTER(l, b + 2000, 1, 0, d);
+    ck_assert_int_eq(d.verdict, PASS);
+    ENTER(l, b + 2005, 1, SW_ENTRY_PRIORITIZED, d);
+    ck_assert_int_eq(d.verdict, PASS);
+    ENTER(l, b + 2060, 1, SW_ENTRY_PRIORITIZED, d); /* borrows window 2500: slot of 1500 */
+    ck_assert_int_eq(d.verdict, WAIT);
+    ck_assert_int_eq(d.wait_ms, 440);
+    ck_assert_msg(sw_node_pass_qps_at(node, b + 2060) == 3.0, "strict %d: pass_qps %g",
+                  strict, sw_node_pass_qps_at(node, b + 2060));
+    ENTER(l, b + 2100, 1, 0, d);
+    ck_assert_msg(d.verdict == BLOCK, "strict %d: the vanished pass was admitted again",
+                  strict);
+    ck_assert_int_eq(sw_node_waiting_at(node, b + 2100), 1);
+    /* 1500 leaves the interval at 2500, when the pass borrowed for it comes in */
+    ck_assert(sw_node_pass_qps_at(node, b + 2499) == 3.0);
+    ck_assert(sw_node_pass_qps_at(node, b + 2500) == 3.0);
+    ck_ok(sw_limiter_exit_at(l, b + 2360, 300, 1, 0));
+    ck_ok(sw_limiter_exit_at(l, b + 2920, 2000, 1, 0));
+    sw_limiter_free(l);
+  }
+}
+END_TEST
+
 /* ----------------------------------------------------------------- pacing */
 
 /* RateLimiterController, threshold 10 -> 100 ms apart: the first entry
@@ -1635,7 +1683,8 @@ int main(void) {
            test_entry_and_exit_records);
   SW_TCASE(s, "prioritized", test_prioritized_borrows_next_window,
            test_prioritized_pass_visible_at_window_start, test_prioritized_borrow_limit,
-           test_prioritized_ignored_elsewhere, test_prioritized_walk_subtracts_borrowed_window);
+           test_prioritized_ignored_elsewhere, test_prioritized_walk_subtracts_borrowed_window,
+           test_prioritized_borrowed_pass_outlives_its_slot);
   SW_TCASE(s, "pacing", test_pacing_queue, test_pacing_spacing,
            test_pacing_cost_and_queue_option, test_pacing_java_ports, test_pacing_go_ports,
            test_pacing_zero_units, test_pacing_sub_millisecond_cost,
