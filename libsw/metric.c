@@ -441,7 +441,7 @@ static void sw__seal_older(sw_metric *m, int64_t t) {
  * before counting: so an older window created after a newer one's last read
  * never takes a count. The boundary cannot overshoot. */
 int sw__admit_general(sw_metric *m, int64_t t, int64_t n, double limit, bool strict,
-                      int64_t *pass_before) {
+                      int64_t *pass_before, int64_t *at) {
   const double isec = (double)m->la.interval / 1000.0;
   const int64_t wl = m->la.wl;
   for (;;) {
@@ -468,7 +468,8 @@ int sw__admit_general(sw_metric *m, int64_t t, int64_t n, double limit, bool str
       uint64_t seq;
       int64_t start;
       sw__la_slot *s = sw__la_slot_at(&m->la, (uint32_t)((t / wl) % m->la.n));
-      if (!strict || !sw__la_active(s, &seq, &start) || start <= t) return 1;
+      *at = t;
+      if (!strict || !sw__la_active(s, &seq, &start) || start <= t) return 2;
       t = start;
       continue;
     }
@@ -479,6 +480,7 @@ int sw__admit_general(sw_metric *m, int64_t t, int64_t n, double limit, bool str
       *pass_before = pass;
       if (sw__over(pass, isec, n, limit)) return 0;
       sw__mb_add(&m->cfg, body, SW_EVENT_PASS, n);
+      *at = t;
       return 1;
     }
     _Atomic int64_t *word = &((sw__mb_stripe *)body)->c[SW_EVENT_PASS];
@@ -489,8 +491,10 @@ int sw__admit_general(sw_metric *m, int64_t t, int64_t n, double limit, bool str
       *pass_before = pass + c;
       if (sw__over(pass + c, isec, n, limit)) return 0;
       if (atomic_compare_exchange_weak_explicit(word, &c, c + n, memory_order_relaxed,
-                                                memory_order_relaxed))
+                                                memory_order_relaxed)) {
+        *at = t;
         return 1;
+      }
     }
     const int64_t next = t - t % wl + wl;
     if (next < t) { /* the end of time: nothing newer to decide at */

@@ -51,6 +51,7 @@ typedef struct sw__admit_view {
   int64_t pass;
   int64_t ws; /* the start of t's window */
   uint32_t nwin;
+  int64_t at; /* the general path: the time it counted at */
   int64_t win[SW__ADMIT_WINDOWS];
 } sw__admit_view;
 
@@ -58,11 +59,14 @@ typedef struct sw__admit_view {
  * floor(PASS / interval_sec) + n <= limit, and then counts n in the current
  * window's PASS. strict: the check and the count are one CAS on one word
  * (stripe 0's PASS of the current window), so concurrent strict admissions
- * never overshoot; otherwise Sentinel's check-then-add. Returns 1 admitted,
- * 0 refused; *pass_before gets the interval's PASS its check saw. The
- * entries call sw__metric_admit (admit.h), which tries a fast path first. */
+ * never overshoot; otherwise Sentinel's check-then-add. Returns 1 admitted
+ * and counted at *at (t, or for a strict admission behind a newer window,
+ * that window's start), 2 admitted uncounted (t's slot holds a newer
+ * window, or its reset failed), 0 refused; *pass_before gets the interval's
+ * PASS its check saw. The entries call sw__metric_admit (admit.h), which
+ * tries a fast path first. */
 int sw__admit_general(sw_metric *m, int64_t t, int64_t n, double limit, bool strict,
-                      int64_t *pass_before);
+                      int64_t *pass_before, int64_t *at);
 
 /* The future (borrow) bucket of target's window, created or reset as
  * needed; NULL when its slot holds a newer window. Its slot may still hold

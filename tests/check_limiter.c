@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "receipt.h"
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -66,7 +67,8 @@ static sw_limiter *warm_new(int behavior, double threshold, int64_t sec, int64_t
 /* Decide an entry; the call itself must succeed. */
 #define ENTER(l, t, n, flags, d) ck_ok(sw_limiter_entry_at((l), (t), (n), (flags), &(d)))
 
-/* Check every field of a decision (borrowed and receipt included). */
+/* Check every field of a decision (borrowed and receipt included): an
+ * admission's receipt names its kind (receipt.h), a block's is zero. */
 #define ck_decision(d, v, wait, retry, rem, borrow)                                        \
   do {                                                                                     \
     const sw_decision *d_ = &(d);                                                          \
@@ -81,7 +83,13 @@ static sw_limiter *warm_new(int behavior, double threshold, int64_t sec, int64_t
     ck_assert_int_eq(d_->would_block, 0);                                                \
     ck_assert_int_eq(d_->full, 0);                                                 \
     ck_assert_int_eq(d_->probe, 0); /* a breaker's field */                             \
-    for (int k_ = 0; k_ < 2; k_++) ck_assert_int_eq(d_->receipt[k_], 0);                 \
+    const uint64_t kind_ = (uint64_t)d_->receipt[1] >> SW__RC_KIND_SHIFT & 3;             \
+    if (d_->verdict == BLOCK)                                                             \
+      ck_assert(d_->receipt[0] == 0 && d_->receipt[1] == 0);                              \
+    else if (d_->borrowed)                                                                \
+      ck_assert_uint_eq(kind_, SW__RC_BORROW);                                            \
+    else                                                                                  \
+      ck_assert(kind_ == SW__RC_PASS || kind_ == SW__RC_PACING);                          \
   } while (0)
 
 #define PASS SW_VERDICT_PASS

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A limiter's receipts: what an admitted entry counted and where, in the
+ * two words of sw_decision.receipt, so that sw_limiter_cancel (cancel.c)
+ * can give it back. Zero: nothing to give back (a block, or cancelled).
+ *
+ *   receipt[1]  bit 0      the per-second array did not count the passes
+ *                          (admitted uncounted: a slot held a newer window)
+ *               bit 1      SW_ENTRY_NO_EXIT: not counted in flight
+ *               bits 2-3   kind: PASS, BORROW or PACING
+ *               bit 4      PASS: WOULD_BLOCK counted too (dry run)
+ *               bits 5-32  the limiter's tag (28 bits); BORROW and PACING
+ *                          keep its top 6 bits (27-32) and hold 22 bits of
+ *                          their own in 5-26
+ *               bits 33-63 n
+ *   receipt[0]  PASS:   t, where both arrays counted the passes
+ *               BORROW: t, where the per-minute array counted them; the
+ *                       per-second one counted them at t + wait (bits 5-26
+ *                       of receipt[1]: wait < the occupy timeout < 2^22)
+ *               PACING: t in bits 0-43 (t < 2^44: pacing's range), and the
+ *                       low 20 bits of q = next - t x 10^6 (the queue time
+ *                       the entry set, ns, less its time) in bits 44-63; q's
+ *                       high 22 bits in 5-26. q = 2^42 - 1: not recorded.
+ * The tag is drawn when the limiter is made and kept in its shared state,
+ * so every handle of a shared limiter agrees on it: a decision of another
+ * limiter is refused (SW_EINVAL) unless its tag bits happen to match. */
+#ifndef SW_RECEIPT_H
+#define SW_RECEIPT_H
+
+#include <stdint.h>
+
+#include "sw/sw.h"
+
+#define SW__RC_UNCOUNTED UINT64_C(1)
+#define SW__RC_NO_EXIT UINT64_C(2) /* = SW_ENTRY_NO_EXIT */
+#define SW__RC_KIND_SHIFT 2
+#define SW__RC_PASS UINT64_C(1)
+#define SW__RC_BORROW UINT64_C(2)
+#define SW__RC_PACING UINT64_C(3)
+#define SW__RC_WOULD_BLOCK (UINT64_C(1) << 4)
+#define SW__RC_TAG (((UINT64_C(1) << 28) - 1) << 5)
+#define SW__RC_TAG_HIGH (((UINT64_C(1) << 6) - 1) << 27)
+#define SW__RC_OWN_SHIFT 5
+#define SW__RC_OWN ((UINT64_C(1) << 22) - 1)
+#define SW__RC_N_SHIFT 33
+#define SW__RC_T_BITS 44
+#define SW__RC_Q_NONE ((INT64_C(1) << 42) - 1)
+
+_Static_assert(SW_ENTRY_NO_EXIT == SW__RC_NO_EXIT, "the flag is its own receipt bit");
+_Static_assert(INT64_MAX / 1000000 < INT64_C(1) << SW__RC_T_BITS, "pacing's times fit");
+
+/* The tag part of a limiter's receipts from its id, with the PASS kind. */
+static inline uint64_t sw__receipt_tag(uint64_t id) {
+  return (id << 5 & SW__RC_TAG) | SW__RC_PASS << SW__RC_KIND_SHIFT;
+}
+
+/* An admission's receipt (the hot path: two stores): n passes at t;
+ * uncounted (0 or 1): the per-second array did not count them. */
+static inline __attribute__((always_inline)) void sw__receipt_pass(int64_t *rc, uint64_t tag,
+                                                                   int64_t t, int64_t n,
+                                                                   uint32_t flags,
+                                                                   int uncounted) {
+  rc[0] = t;
+  rc[1] = (int64_t)(tag | (uint64_t)n << SW__RC_N_SHIFT | (flags & SW__RC_NO_EXIT) |
+                    (uint64_t)uncounted);
+}
+
+/* A receipt of a kind that keeps 22 bits of its own (BORROW, PACING). */
+static inline uint64_t sw__receipt_own(uint64_t tag, uint64_t kind, int64_t n, uint32_t flags,
+                                       uint64_t own) {
+  return (tag & SW__RC_TAG_HIGH) | kind << SW__RC_KIND_SHIFT | (uint64_t)n << SW__RC_N_SHIFT |
+         (flags & SW__RC_NO_EXIT) | (own & SW__RC_OWN) << SW__RC_OWN_SHIFT;
+}
+
+#endif /* SW_RECEIPT_H */
