@@ -125,21 +125,24 @@ SW_API int sw_limiter_cancel(sw_limiter *l, sw_decision *d) {
   SW__CHECK_NULL(l, "limiter");
   SW__CHECK_WRITABLE(l);
   SW__CHECK_NULL(d, "decision");
-  const uint64_t r0 = (uint64_t)d->receipt[0], r1 = (uint64_t)d->receipt[1];
-  if ((r0 | r1) == 0) return SW_OK; /* a block, or cancelled before */
+  const uint64_t r1 = (uint64_t)d->receipt[1];
+  if ((d->receipt[0] | d->receipt[1]) == 0) return SW_OK; /* a block, or cancelled before */
+  const uint64_t r0 = (uint64_t)d->receipt[0] ^ l->receipt_mask;
   const uint64_t kind = r1 >> SW__RC_KIND_SHIFT & 3, own = r1 >> SW__RC_OWN_SHIFT & SW__RC_OWN;
-  const uint64_t tag = kind == SW__RC_PASS ? SW__RC_TAG : SW__RC_TAG_HIGH;
+  const bool tagged = kind == SW__RC_PASS ? (r1 & SW__RC_TAG) == (l->receipt_tag & SW__RC_TAG)
+                                          : (r1 & SW__RC_OWN_TAG) == l->receipt_own_tag;
   const int64_t n = (int64_t)(r1 >> SW__RC_N_SHIFT);
   int64_t t = (int64_t)r0, q = 0;
   if (kind == SW__RC_PACING) {
     t = (int64_t)(r0 & ((UINT64_C(1) << SW__RC_T_BITS) - 1));
     q = (int64_t)(r0 >> SW__RC_T_BITS | own << (64 - SW__RC_T_BITS));
   }
-  if (kind == 0 || (r1 & tag) != (l->receipt_tag & tag) || t < 0 ||
+  if (kind == 0 || !tagged || t < 0 ||
       (kind == SW__RC_BORROW && (!l->node.second.hdr->occupiable || t > INT64_MAX - (int64_t)own)) ||
       (kind == SW__RC_PACING && t > SW__PACING_MAX_MS))
     return sw__fail(SW_EINVAL, "decision with receipt {0x%016llx, 0x%016llx} is not one of this "
-                    "limiter's", (unsigned long long)r0, (unsigned long long)r1);
+                    "limiter's", (unsigned long long)d->receipt[0],
+                    (unsigned long long)d->receipt[1]);
   d->receipt[0] = d->receipt[1] = 0;
   sw_node *node = &l->node;
   if (kind == SW__RC_BORROW) {

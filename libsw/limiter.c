@@ -89,6 +89,8 @@ int sw__limiter_bind(sw_limiter *l, void *mem) {
   int rc = sw__node_bind(&l->node, (char *)mem + h->node_off);
   l->node.borrowed = true;
   l->receipt_tag = sw__receipt_tag(l->st->id);
+  l->receipt_own_tag = sw__receipt_own_tag(l->st->id);
+  l->receipt_mask = sw__receipt_mask(l->st->id);
   return rc;
 }
 
@@ -290,7 +292,7 @@ static inline __attribute__((always_inline)) void sw__decide_qps(sw_limiter *l,
      * newer window counted there) */
     const int64_t at = sw__likely(view.nwin) ? t : view.at;
     sw__node_count_pass(&l->node, at, n, true, sw__in_flight(flags));
-    sw__receipt_pass(d->receipt, l->receipt_tag, at, n, flags, admitted >> 1);
+    sw__receipt_pass(d->receipt, l->receipt_tag, l->receipt_mask, at, n, flags, admitted >> 1);
     d->remaining = sw__floor_left(limit, (int64_t)((double)(view.pass + n) / isec));
     return;
   }
@@ -304,8 +306,8 @@ static inline __attribute__((always_inline)) void sw__decide_qps(sw_limiter *l,
       d->verdict = SW_VERDICT_WAIT;
       d->borrowed = 1;
       d->wait_ms = wait;
-      d->receipt[0] = t;
-      d->receipt[1] = (int64_t)(sw__receipt_own(l->receipt_tag, SW__RC_BORROW, n, flags,
+      d->receipt[0] = (int64_t)((uint64_t)t ^ l->receipt_mask);
+      d->receipt[1] = (int64_t)(sw__receipt_own(l->receipt_own_tag, SW__RC_BORROW, n, flags,
                                                 (uint64_t)wait) |
                                 (counted ? 0 : SW__RC_UNCOUNTED));
       return;
@@ -344,7 +346,7 @@ static void sw__decide_concurrency(sw_limiter *l, const sw__rule *r, int64_t t, 
       break;
     }
   }
-  sw__receipt_pass(d->receipt, l->receipt_tag, t, n, 0, 0);
+  sw__receipt_pass(d->receipt, l->receipt_tag, l->receipt_mask, t, n, 0, 0);
   d->remaining = sw__floor_left(r->threshold, c + 1);
 }
 
@@ -369,13 +371,13 @@ int64_t sw__pacing_cost(int64_t n, double qps) {
 static void sw__receipt_pacing(sw_limiter *l, int64_t t, int64_t n, uint32_t flags,
                                int64_t next, sw_decision *d) {
   if (t > SW__PACING_MAX_MS) { /* a custom clock past pacing's range */
-    sw__receipt_pass(d->receipt, l->receipt_tag, t, n, flags, 0);
+    sw__receipt_pass(d->receipt, l->receipt_tag, l->receipt_mask, t, n, flags, 0);
     return;
   }
   int64_t q = next - t * SW__NS_PER_MS; /* the wait, and the lag of the window clock */
   if (q < 0 || q >= SW__RC_Q_NONE) q = SW__RC_Q_NONE; /* clocks too far apart: not kept */
-  d->receipt[0] = (int64_t)((uint64_t)t | (uint64_t)q << SW__RC_T_BITS);
-  d->receipt[1] = (int64_t)sw__receipt_own(l->receipt_tag, SW__RC_PACING, n, flags,
+  d->receipt[0] = (int64_t)(((uint64_t)t | (uint64_t)q << SW__RC_T_BITS) ^ l->receipt_mask);
+  d->receipt[1] = (int64_t)sw__receipt_own(l->receipt_own_tag, SW__RC_PACING, n, flags,
                                            (uint64_t)q >> (64 - SW__RC_T_BITS));
 }
 
@@ -383,7 +385,7 @@ static int sw__decide_pacing(sw_limiter *l, const sw__rule *r, int64_t t, bool p
                              int64_t n, uint32_t flags, double qps, sw_decision *d) {
   if (n == 0) {
     sw__node_count_pass(&l->node, t, n, false, sw__in_flight(flags));
-    sw__receipt_pass(d->receipt, l->receipt_tag, t, n, flags, 0);
+    sw__receipt_pass(d->receipt, l->receipt_tag, l->receipt_mask, t, n, flags, 0);
     return SW_OK;
   }
   if (sw__unlikely(!precise && t > SW__PACING_MAX_MS))
@@ -460,7 +462,7 @@ static __attribute__((noinline)) int sw__entry_other(sw_limiter *l, int64_t t, b
     sw__decide_cluster(l, r, t, n, flags, d);
     /* its lease admitted: passes counted at t (the local fallback wrote its own) */
     if (d->verdict != SW_VERDICT_BLOCK && d->receipt[1] == 0)
-      sw__receipt_pass(d->receipt, l->receipt_tag, t, n, flags, 0);
+      sw__receipt_pass(d->receipt, l->receipt_tag, l->receipt_mask, t, n, flags, 0);
   }
   return SW_OK;
 }
@@ -502,7 +504,7 @@ void sw__limiter_settle(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n, 
       d->would_block = 1;
       sw__node_count(&l->node, t, SW_EVENT_WOULD_BLOCK, n);
       sw__node_count_pass(&l->node, t, n, false, sw__in_flight(flags));
-      sw__receipt_pass(d->receipt, l->receipt_tag, t, n, flags, 0);
+      sw__receipt_pass(d->receipt, l->receipt_tag, l->receipt_mask, t, n, flags, 0);
       d->receipt[1] |= (int64_t)SW__RC_WOULD_BLOCK;
     }
     d->verdict = SW_VERDICT_PASS;

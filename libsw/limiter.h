@@ -66,7 +66,7 @@ struct sw_limiter {
   bool borrowed; /* part of a larger object: *_free leaves it alone */
   sw_cluster *_Atomic cluster; /* the cluster it is added to, if any (cluster.c) */
   pid_t cluster_pid;            /* ... by this process (a forked child has no refiller) */
-  uint64_t receipt_tag;         /* sw__receipt_tag(st->id), read when bound */
+  uint64_t receipt_tag, receipt_own_tag, receipt_mask; /* receipt.h, from st->id when bound */
 };
 
 /* Before a limiter handle's memory goes: out of its cluster, so that the
