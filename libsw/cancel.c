@@ -127,8 +127,8 @@ SW_API int sw_limiter_cancel(sw_limiter *l, sw_decision *d) {
   SW__CHECK_NULL(d, "decision");
   const uint64_t r1 = (uint64_t)d->receipt[1];
   if ((d->receipt[0] | d->receipt[1]) == 0) return SW_OK; /* a block, or cancelled before */
-  const uint64_t r0 = (uint64_t)d->receipt[0] ^ l->receipt_mask;
   const uint64_t kind = r1 >> SW__RC_KIND_SHIFT & 3, own = r1 >> SW__RC_OWN_SHIFT & SW__RC_OWN;
+  const uint64_t r0 = (uint64_t)d->receipt[0] ^ (kind == SW__RC_PASS ? 0 : l->receipt_mask);
   const bool tagged = kind == SW__RC_PASS ? (r1 & SW__RC_TAG) == (l->receipt_tag & SW__RC_TAG)
                                           : (r1 & SW__RC_OWN_TAG) == l->receipt_own_tag;
   const int64_t n = (int64_t)(r1 >> SW__RC_N_SHIFT);

@@ -279,6 +279,24 @@ static inline int64_t sw__floor_left(double limit, int64_t used) {
   return whole > used ? whole - used : 0;
 }
 
+/* An admission of n at t that the fast path (admit.h) left to the general
+ * one: 1 admitted, counted in both arrays where the general path counted
+ * it (a strict entry behind a newer window: there), with its receipt. */
+static __attribute__((noinline)) int sw__admit_qps_general(sw_limiter *l, const sw__rule *r,
+                                                           int64_t t, int64_t n, uint32_t flags,
+                                                           double limit, sw__admit_view *view,
+                                                           sw_decision *d) {
+  int64_t at = t;
+  view->nwin = 0;
+  int admitted = sw__admit_general(&l->node.second, t, n, limit, r->strict, &view->pass, &at);
+  if (!admitted) return 0;
+  sw__node_count_pass(&l->node, at, n, true, sw__in_flight(flags));
+  sw__receipt_pass(d->receipt, l->receipt_tag, at, n, flags);
+  d->receipt[1] |= (int64_t)(admitted >> 1); /* 2: admitted uncounted */
+  d->remaining = sw__floor_left(limit, (int64_t)((double)(view->pass + n) / l->node.second.isec));
+  return 1;
+}
+
 /* Reject behaviour (and warm-up, with its current limit) on the QPS grade. */
 static inline __attribute__((always_inline)) void sw__decide_qps(sw_limiter *l,
                                                                  const sw__rule *r, int64_t t,
@@ -286,16 +304,16 @@ static inline __attribute__((always_inline)) void sw__decide_qps(sw_limiter *l,
                                                                  double limit, sw_decision *d) {
   sw__admit_view view;
   const double isec = l->node.second.isec;
-  int admitted = sw__metric_admit(&l->node.second, t, n, limit, r->strict, &view);
-  if (admitted) {
-    /* both arrays count where the admission did (a strict one behind a
-     * newer window counted there) */
-    const int64_t at = sw__likely(view.nwin) ? t : view.at;
-    sw__node_count_pass(&l->node, at, n, true, sw__in_flight(flags));
-    sw__receipt_pass(d->receipt, l->receipt_tag, l->receipt_mask, at, n, flags, admitted >> 1);
+  sw_metric *sec = &l->node.second;
+  int admitted = r->strict ? sw__admit_fast(sec, t, n, limit, true, false, 0, &view)
+                           : sw__admit_fast(sec, t, n, limit, false, false, 0, &view);
+  if (sw__likely(admitted > 0)) {
+    sw__node_count_pass(&l->node, t, n, true, sw__in_flight(flags));
+    sw__receipt_pass(d->receipt, l->receipt_tag, t, n, flags);
     d->remaining = sw__floor_left(limit, (int64_t)((double)(view.pass + n) / isec));
     return;
   }
+  if (admitted < 0 && sw__admit_qps_general(l, r, t, n, flags, limit, &view, d)) return;
   if ((flags & SW_ENTRY_PRIORITIZED) && r->behavior == SW_BEHAVIOR_REJECT) {
     bool counted;
     int64_t wait = sw__node_borrow(&l->node, t, n, r->threshold, r->strict, &counted);
@@ -346,7 +364,7 @@ static void sw__decide_concurrency(sw_limiter *l, const sw__rule *r, int64_t t, 
       break;
     }
   }
-  sw__receipt_pass(d->receipt, l->receipt_tag, l->receipt_mask, t, n, 0, 0);
+  sw__receipt_pass(d->receipt, l->receipt_tag, t, n, 0);
   d->remaining = sw__floor_left(r->threshold, c + 1);
 }
 
@@ -371,7 +389,7 @@ int64_t sw__pacing_cost(int64_t n, double qps) {
 static void sw__receipt_pacing(sw_limiter *l, int64_t t, int64_t n, uint32_t flags,
                                int64_t next, sw_decision *d) {
   if (t > SW__PACING_MAX_MS) { /* a custom clock past pacing's range */
-    sw__receipt_pass(d->receipt, l->receipt_tag, l->receipt_mask, t, n, flags, 0);
+    sw__receipt_pass(d->receipt, l->receipt_tag, t, n, flags);
     return;
   }
   int64_t q = next - t * SW__NS_PER_MS; /* the wait, and the lag of the window clock */
@@ -385,7 +403,7 @@ static int sw__decide_pacing(sw_limiter *l, const sw__rule *r, int64_t t, bool p
                              int64_t n, uint32_t flags, double qps, sw_decision *d) {
   if (n == 0) {
     sw__node_count_pass(&l->node, t, n, false, sw__in_flight(flags));
-    sw__receipt_pass(d->receipt, l->receipt_tag, l->receipt_mask, t, n, flags, 0);
+    sw__receipt_pass(d->receipt, l->receipt_tag, t, n, flags);
     return SW_OK;
   }
   if (sw__unlikely(!precise && t > SW__PACING_MAX_MS))
@@ -462,7 +480,7 @@ static __attribute__((noinline)) int sw__entry_other(sw_limiter *l, int64_t t, b
     sw__decide_cluster(l, r, t, n, flags, d);
     /* its lease admitted: passes counted at t (the local fallback wrote its own) */
     if (d->verdict != SW_VERDICT_BLOCK && d->receipt[1] == 0)
-      sw__receipt_pass(d->receipt, l->receipt_tag, l->receipt_mask, t, n, flags, 0);
+      sw__receipt_pass(d->receipt, l->receipt_tag, t, n, flags);
   }
   return SW_OK;
 }
@@ -504,7 +522,7 @@ void sw__limiter_settle(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n, 
       d->would_block = 1;
       sw__node_count(&l->node, t, SW_EVENT_WOULD_BLOCK, n);
       sw__node_count_pass(&l->node, t, n, false, sw__in_flight(flags));
-      sw__receipt_pass(d->receipt, l->receipt_tag, l->receipt_mask, t, n, flags, 0);
+      sw__receipt_pass(d->receipt, l->receipt_tag, t, n, flags);
       d->receipt[1] |= (int64_t)SW__RC_WOULD_BLOCK;
     }
     d->verdict = SW_VERDICT_PASS;

@@ -51,7 +51,6 @@ typedef struct sw__admit_view {
   int64_t pass;
   int64_t ws; /* the start of t's window */
   uint32_t nwin;
-  int64_t at; /* the general path: the time it counted at */
   int64_t win[SW__ADMIT_WINDOWS];
 } sw__admit_view;
 
@@ -63,8 +62,8 @@ typedef struct sw__admit_view {
  * and counted at *at (t, or for a strict admission behind a newer window,
  * that window's start), 2 admitted uncounted (t's slot holds a newer
  * window, or its reset failed), 0 refused; *pass_before gets the interval's
- * PASS its check saw. The entries call sw__metric_admit (admit.h), which
- * tries a fast path first. */
+ * PASS its check saw. The limiter's entries call it when the fast path
+ * (sw__admit_fast, admit.h) cannot decide. */
 int sw__admit_general(sw_metric *m, int64_t t, int64_t n, double limit, bool strict,
                       int64_t *pass_before, int64_t *at);
 

@@ -13,8 +13,7 @@
  *                          PACING: 22 bits of their own (5-26), and the top
  *                          6 bits of the tag (27-32)
  *               bits 33-63 n
- *   receipt[0]  x, scrambled: x XOR the limiter's mask
- *               PASS:   x = t, where both arrays counted the passes
+ *   receipt[0]  PASS:   t, where both arrays counted the passes
  *               BORROW: x = t, where the per-minute array counted them;
  *                       the per-second one counted them at t + wait (bits
  *                       5-26 of receipt[1]: wait < the occupy timeout < 2^22)
@@ -22,11 +21,12 @@
  *                       low 20 bits of q = next - t x 10^6 (the queue time
  *                       the entry set, ns, less its time), q's high 22 bits
  *                       in 5-26 of receipt[1]; q = 2^42 - 1: not recorded
+ *               BORROW and PACING scramble x: x XOR the limiter's mask
  * The tag and the mask come from an id drawn when the limiter is made and
  * kept in its shared state, so every handle of a shared limiter agrees. A
  * decision of another limiter is refused (SW_EINVAL) unless its tag bits
- * match (1 in 2^28 for PASS, 2^7 for the others); even then its time,
- * unscrambled with the wrong mask, names windows that are not there. */
+ * match (1 in 2^28 for PASS, 2^7 for the others, whose time, unscrambled
+ * with the wrong mask, then names windows that are not there). */
 #ifndef SW_RECEIPT_H
 #define SW_RECEIPT_H
 
@@ -62,15 +62,12 @@ static inline uint64_t sw__receipt_own_tag(uint64_t id) {
 }
 static inline uint64_t sw__receipt_mask(uint64_t id) { return id * UINT64_C(0x9e3779b97f4a7c15); }
 
-/* An admission's receipt (the hot path: two stores): n passes at t;
- * uncounted (0 or 1): the per-second array did not count them. */
+/* An admission's receipt (the hot path: two stores): n passes at t. */
 static inline __attribute__((always_inline)) void sw__receipt_pass(int64_t *rc, uint64_t tag,
-                                                                   uint64_t mask, int64_t t,
-                                                                   int64_t n, uint32_t flags,
-                                                                   int uncounted) {
-  rc[0] = (int64_t)((uint64_t)t ^ mask);
-  rc[1] = (int64_t)(tag | (uint64_t)n << SW__RC_N_SHIFT |
-                    (flags & SW__RC_NO_EXIT) | (uint64_t)uncounted);
+                                                                   int64_t t, int64_t n,
+                                                                   uint32_t flags) {
+  rc[0] = t;
+  rc[1] = (int64_t)(tag | (uint64_t)n << SW__RC_N_SHIFT | (flags & SW__RC_NO_EXIT));
 }
 
 /* Word 1 of a receipt of a kind that keeps 22 bits of its own. */
