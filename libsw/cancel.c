@@ -7,16 +7,21 @@
  * Every give-back is lock-free, a CAS on one word at a time that never
  * takes a counter below zero, nor off its seal bit; a window is given back
  * to only while its slot holds it (the passes of a window whose slot was
- * reset since have left the interval: they are gone already). The gaps
- * between the writes are kill points (cancel-second, cancel-future,
- * cancel-minute, cancel-put-back, cancel-in-flight, cancel-queue): a
- * process killed in one leaves the later give-backs undone — the entry
- * stays counted in part, nothing else changes — and holds no lock. A
- * canceller paused after finding a window, while its slot is reset twice
- * (its body then holds a newer window), sees the slot moved on after its
- * take and puts back what it took: a paused cancel may leave its count in
- * that newer window (as a paused entry's add lands there), it never takes
- * another entry's. */
+ * reset since have left the interval: they are gone already). Kill points
+ * sit before each write (cancel-second, cancel-future, cancel-minute,
+ * cancel-put-back, cancel-in-flight, cancel-queue): a process killed at one
+ * leaves the later give-backs undone — the entry stays counted in part,
+ * nothing else changes — and holds no lock; one stopped there makes nobody
+ * wait.
+ *
+ * Each CAS on a window's body comes right after a check that the slot still
+ * holds that window. A canceller stopped between the check and the CAS
+ * while the slot is reset twice holds a body that now counts a newer
+ * window: its CAS fails (the word changed) and the next check sees the
+ * slot moved on; if the word happens to hold the very value it read, the
+ * CAS succeeds, and the check after it puts the take back. Only a kill in
+ * that last gap, after such a stop and such a coincidence, would leave the
+ * newer window short of what the cancel took. */
 #include "limiter.h"
 #include "receipt.h"
 
@@ -80,19 +85,16 @@ static void sw__give_back_borrowed(sw_metric *m, int64_t start, int64_t k) {
   if (sw__la_active(s, &seq, &have) && have == start) {
     sw__mb_stripe *st = sw__la_body(&m->future, s, (seq >> 1) & 1);
     _Atomic int64_t *w = &st->c[SW_EVENT_PASS];
-    if (!(atomic_load_explicit(w, memory_order_relaxed) & SW__SEALED)) {
-      /* a carry that seals the word meanwhile fails the CAS: then the main window */
-      int64_t v = atomic_load_explicit(w, memory_order_relaxed);
-      for (;;) {
-        int64_t take = v < k ? v : k;
-        if (v & SW__SEALED) break;
-        if (take <= 0 || !sw__la_still_valid(s, seq)) return;
-        SW__KILL_POINT("cancel-future");
-        if (atomic_compare_exchange_weak_explicit(w, &v, v - take, memory_order_relaxed,
-                                                  memory_order_relaxed)) {
-          sw__put_back(w, take, s, seq);
-          return;
-        }
+    int64_t v = atomic_load_explicit(w, memory_order_relaxed);
+    for (;;) { /* a carry that seals the word meanwhile fails the CAS */
+      int64_t take = v < k ? v : k;
+      if (v & SW__SEALED) break; /* carried: in the main window */
+      if (take <= 0 || !sw__la_still_valid(s, seq)) return;
+      SW__KILL_POINT("cancel-future");
+      if (atomic_compare_exchange_weak_explicit(w, &v, v - take, memory_order_relaxed,
+                                                memory_order_relaxed)) {
+        sw__put_back(w, take, s, seq);
+        return;
       }
     }
   }
