@@ -122,8 +122,8 @@ static inline int64_t sw__mb_min_rt(const sw__metric_cfg *cfg, const void *bucke
   return min;
 }
 
-/* Borrow n passes for the future window of t: false if that window's count
- * was already carried into the main array (the caller adds there). */
-bool sw__future_borrow(sw_leap_array *future, int64_t t, int64_t n);
+/* Add n borrowed passes to a future bucket: false if its count was already
+ * carried into the main array (sealed: the caller adds there). */
+bool sw__future_add(sw__mb_stripe *st, int64_t n);
 
 #endif /* SW_METRIC_BUCKET_H */

@@ -2295,6 +2295,12 @@ static void bad_sw_limiter_cancel(void) {
   sw_decision d = {0};
   EXPECT(sw_limiter_cancel(NULL, &d), SW_ENULL);
   EXPECT(sw_limiter_cancel(limiter_qps(1), NULL), SW_ENULL);
+  EXPECT_OK(sw_limiter_cancel(limiter_qps(1), &d)); /* a zero receipt: nothing to give back */
+  d.receipt[1] = 1;                                 /* no kind: not a receipt */
+  EXPECT(sw_limiter_cancel(limiter_qps(1), &d), SW_EINVAL);
+  sw_decision other;
+  EXPECT_OK(sw_limiter_entry_at(limiter_qps(1), 1000, 1, 0, &other));
+  EXPECT(sw_limiter_cancel(limiter_qps(1), &other), SW_EINVAL); /* another limiter's */
 }
 
 static void bad_sw_node_would_block_qps_at(void) {
