@@ -328,7 +328,7 @@ static ngx_int_t ngx_http_libsw_handler(ngx_http_request_t *r) {
   ngx_http_libsw_limit_t *admitted[NGX_HTTP_LIBSW_MAX_LIMITS];
   sw_decision ds[NGX_HTTP_LIBSW_MAX_LIMITS];
   ngx_uint_t n = 0, dry = 0, unlimited = 0;
-  int64_t wait = 0, remaining = INT64_MAX, limit_count = 0, reset_ms = 0;
+  int64_t wait = 0, remaining = INT64_MAX, limit_count = 0, reset_ms = 0, refill_ms = 0;
   ngx_http_libsw_limit_t *refused = NULL, *waiting = NULL;
   sw_decision *d = NULL;
 
@@ -376,10 +376,17 @@ static ngx_int_t ngx_http_libsw_handler(ngx_http_request_t *r) {
         continue;
       }
       admitted[n++] = l;
-      if (d->would_block) dry = 1;
+      if (d->would_block) { /* a dry-run zone: counted as "would block" */
+        dry = 1;
+        ngx_log_error(lcf->log_level, r->connection->log, 0,
+                      "libsw: limiting requests, dry run, by zone \"%V\", retry after %L ms",
+                      &z->name, d->retry_after_ms);
+      }
       if (d->remaining < remaining) {
         remaining = d->remaining;
         limit_count = z->limit_count;
+        refill_ms = z->pacing ? (int64_t)((double)(z->limit_count - d->remaining) * 1000.0 / z->rate)
+                              : (int64_t)z->interval;
       }
       if (d->verdict == SW_VERDICT_WAIT && !l->nodelay) {
         int64_t w = d->wait_ms;
@@ -453,12 +460,15 @@ static ngx_int_t ngx_http_libsw_handler(ngx_http_request_t *r) {
   }
 
   if (lcf->headers && remaining != INT64_MAX) {
-    reset_ms = wait > 0 ? wait : 0;
+    /* until the quota is whole again, at most: a window zone's window; a
+       pacing zone's queue drains at the rate */
+    reset_ms = refill_ms;
     (void)ngx_http_libsw_header(r, "RateLimit-Limit", limit_count);
     (void)ngx_http_libsw_header(r, "RateLimit-Remaining", remaining < 0 ? 0 : remaining);
     (void)ngx_http_libsw_header(r, "RateLimit-Reset", (reset_ms + 999) / 1000);
   }
 
+  if (n == 0 && !unlimited && lcf->breaker == NULL) return NGX_DECLINED; /* no key: no decision */
   if (wait <= 0) {
     ngx_http_libsw_set_outcome(r, dry ? NGX_HTTP_LIBSW_REJECTED_DRY_RUN
                                   : n == 0 && unlimited ? NGX_HTTP_LIBSW_UNLIMITED
