@@ -92,6 +92,7 @@ typedef struct {
   ngx_flag_t retry_after;
   ngx_flag_t headers;
   ngx_uint_t breaker_set;
+  ngx_uint_t fast; /* one limit keyed on a variable, no breaker, no headers */
 } ngx_http_libsw_loc_conf_t;
 
 /* The end of a breaker's entry, run when the request's pool goes. */
@@ -206,16 +207,19 @@ static ngx_int_t ngx_http_libsw_status_variable(ngx_http_request_t *r,
   return NGX_OK;
 }
 
+/* The outcomes as variable values (valid, cacheable), filled at init. */
+static ngx_http_variable_value_t ngx_http_libsw_values[NGX_HTTP_LIBSW_UNLIMITED + 1];
+
 static void ngx_http_libsw_set_outcome(ngx_http_request_t *r, ngx_uint_t outcome) {
-  ngx_http_variable_value_t *v = &r->main->variables[ngx_http_libsw_status_index];
-  v->len = ngx_http_libsw_outcomes[outcome].len;
-  v->data = ngx_http_libsw_outcomes[outcome].data;
-  v->valid = 1;
-  v->no_cacheable = 0;
-  v->not_found = 0;
+  r->main->variables[ngx_http_libsw_status_index] = ngx_http_libsw_values[outcome];
 }
 
 static ngx_int_t ngx_http_libsw_add_variables(ngx_conf_t *cf) {
+  for (ngx_uint_t i = 0; i <= NGX_HTTP_LIBSW_UNLIMITED; i++) {
+    ngx_http_libsw_values[i].len = ngx_http_libsw_outcomes[i].len;
+    ngx_http_libsw_values[i].data = ngx_http_libsw_outcomes[i].data;
+    ngx_http_libsw_values[i].valid = 1;
+  }
   ngx_http_variable_t *var = ngx_http_add_variable(cf, &ngx_http_libsw_status_name, 0);
   if (var == NULL) return NGX_ERROR;
   var->get_handler = ngx_http_libsw_status_variable;
@@ -319,12 +323,11 @@ static void ngx_http_libsw_breaker_listener(void *user, int32_t from, int32_t to
                 value);
 }
 
-static ngx_int_t ngx_http_libsw_handler(ngx_http_request_t *r) {
-  ngx_http_libsw_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_libsw_module);
-  if (lcf->limits == NULL && lcf->breaker == NULL) return NGX_DECLINED;
-  if (r->main->variables[ngx_http_libsw_status_index].valid) return NGX_DECLINED;
-
-  const int64_t now = (int64_t)ngx_current_msec;
+/* Every limit of the location in turn, then its breaker. first: the first
+ * limit's entry already made by the fast path (its code and decision), or
+ * NULL. */
+static ngx_int_t ngx_http_libsw_run(ngx_http_request_t *r, ngx_http_libsw_loc_conf_t *lcf,
+                                    int64_t now, int first_rc, const sw_decision *first) {
   ngx_http_libsw_limit_t *admitted[NGX_HTTP_LIBSW_MAX_LIMITS];
   sw_decision ds[NGX_HTTP_LIBSW_MAX_LIMITS];
   ngx_uint_t n = 0, dry = 0, unlimited = 0;
@@ -339,7 +342,10 @@ static ngx_int_t ngx_http_libsw_handler(ngx_http_request_t *r) {
       ngx_http_libsw_zone_t *z = l->zone;
       d = &ds[n];
       int rc;
-      if (z->keyed) {
+      if (i == 0 && first != NULL) {
+        rc = first_rc;
+        *d = *first;
+      } else if (z->keyed) {
         ngx_str_t key;
         if (z->key_index >= 0) {
           ngx_http_variable_value_t *v = ngx_http_get_indexed_variable(r, z->key_index);
@@ -491,6 +497,30 @@ static ngx_int_t ngx_http_libsw_handler(ngx_http_request_t *r) {
   return NGX_AGAIN;
 }
 
+/* The handler of the preaccess phase. The common case (one limit keyed
+ * on a variable, no breaker, no RateLimit headers) takes a short path when
+ * admitted; anything else goes the general way. */
+static ngx_int_t ngx_http_libsw_handler(ngx_http_request_t *r) {
+  ngx_http_libsw_loc_conf_t *lcf = ngx_http_get_module_loc_conf(r, ngx_http_libsw_module);
+  if (lcf->limits == NULL && lcf->breaker == NULL) return NGX_DECLINED;
+  if (r->main->variables[ngx_http_libsw_status_index].valid) return NGX_DECLINED;
+  const int64_t now = (int64_t)ngx_current_msec;
+  if (lcf->fast) {
+    ngx_http_libsw_zone_t *z = ((ngx_http_libsw_limit_t *)lcf->limits->elts)->zone;
+    ngx_http_variable_value_t *v = ngx_http_get_indexed_variable(r, z->key_index);
+    if (v != NULL && !v->not_found && v->len > 0 && v->len <= 65535) {
+      sw_decision d;
+      int rc = sw_keyed_entry_at(z->k, now, v->data, v->len, 1, 0, &d);
+      if (rc == SW_OK && d.verdict == SW_VERDICT_PASS && !d.would_block && !d.full) {
+        ngx_http_libsw_set_outcome(r, NGX_HTTP_LIBSW_PASSED);
+        return NGX_DECLINED;
+      }
+      return ngx_http_libsw_run(r, lcf, now, rc, &d);
+    }
+  }
+  return ngx_http_libsw_run(r, lcf, now, 0, NULL);
+}
+
 /* ------------------------------------------------------- zones: parsing */
 
 static void *ngx_http_libsw_create_main_conf(ngx_conf_t *cf) {
@@ -527,6 +557,12 @@ static char *ngx_http_libsw_merge_loc_conf(ngx_conf_t *cf, void *parent, void *c
   ngx_conf_merge_value(conf->dry_run, prev->dry_run, 0);
   ngx_conf_merge_value(conf->retry_after, prev->retry_after, 1);
   ngx_conf_merge_value(conf->headers, prev->headers, 0);
+  conf->fast = conf->limits != NULL && conf->limits->nelts == 1 && conf->breaker == NULL &&
+               !conf->headers;
+  if (conf->fast) {
+    ngx_http_libsw_zone_t *z = ((ngx_http_libsw_limit_t *)conf->limits->elts)->zone;
+    conf->fast = z->keyed && z->key_index >= 0;
+  }
   return NGX_CONF_OK;
 }
 
