@@ -27,6 +27,10 @@ sw_need nginx-core nginx-dev python3-pytest valgrind procps || rc=$?
 [ -z "$made_policy" ] || rm -f "$policy"
 [ "$rc" = 0 ] || exit "$rc"
 
+# a build configured before nginx-dev was there: configure it again
+if ! grep -q 'BUILD_NGINX_MODULE_TRUE"\]=""' "$build/config.status" 2>/dev/null; then
+  (cd "$build" && ./config.status --recheck >/dev/null && ./config.status >/dev/null)
+fi
 make -C "$build" -s bindings/nginx/build/ngx_http_libsw_module.so tools/swctl >/dev/null
 SW_NGX_MODULE="$build/bindings/nginx/build/ngx_http_libsw_module.so"
 SW_LIB="$build/libsw/.libs/libsw.so"

@@ -195,6 +195,10 @@ def test_swctl_rules_apply_changes_a_rate_live(nginx, tmp_path):
     rc, out = swctl("rules", "apply", n.seg("site"), str(f))
     assert rc == 0, out
     assert [n.get("/b")[0] for _ in range(2)] == [200, 429]
+    # another name does not fit the zone's segment: swctl says what it holds
+    f.write_text(json.dumps([{"resource": "sites", "count": 1}]))
+    rc, out = swctl("rules", "apply", n.seg("site"), str(f))
+    assert rc == 3 and 'holds 1 of 1 names ("site")' in out, out
 
 
 def cancel_supported(n):
