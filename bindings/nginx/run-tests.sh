@@ -37,4 +37,4 @@ SW_LIB="$build/libsw/.libs/libsw.so"
 SWCTL="$build/tools/swctl"
 export SW_NGX_MODULE SW_LIB SWCTL
 [ -f "$SW_NGX_MODULE" ] || { echo "run-tests.sh: no $SW_NGX_MODULE (configure without nginx-dev?)" >&2; exit 1; }
-exec /usr/bin/python3 -m pytest -q -p no:cacheprovider "$here/t" "$@"
+PYTHONDONTWRITEBYTECODE=1 exec /usr/bin/python3 -m pytest -q -p no:cacheprovider "$here/t" "$@"

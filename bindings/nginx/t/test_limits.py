@@ -283,3 +283,28 @@ def test_geometry_change_refused_by_nginx_t_and_reload(nginx):
     assert "SW_EGEOMETRY" in n.error_log()
     assert n.workers_now() == old
     assert n.get("/a", {"X-Client": "y"})[0] == 200
+
+
+def test_limits_at_http_server_and_location_levels(nginx):
+    """A level inherits its parent's libsw_limit lines only when it has none."""
+    n = nginx()
+    n.conf("""
+  libsw_zone $http_x_client zone=h rate=1r/m segment=SEG_h;
+  libsw_zone $http_x_client zone=s rate=1r/m burst=1 segment=SEG_s;
+  libsw_zone $http_x_client zone=l rate=1r/m burst=2 segment=SEG_l;
+  libsw_limit zone=h;
+  server {
+    listen 127.0.0.1:PORT;
+    root DIR/html;
+    location /a { }
+    location /b { libsw_limit zone=s nodelay; }
+    location /api { libsw_limit zone=l nodelay; libsw_limit zone=s nodelay; }
+  }""")
+    n.start()
+    def run(path, k):
+        return [n.get(path, {"X-Client": k})[0] for _ in range(4)]
+    assert run("/a", "x") == [200, 429, 429, 429]      # http level: h
+    assert run("/b", "y") == [200, 200, 429, 429]      # its own: s (burst 1), not h
+    # two limits: s refuses the third (its burst), l's counts are given
+    # back when cancel is there; either way the request is refused
+    assert run("/api", "z") == [200, 200, 429, 429]
