@@ -405,17 +405,17 @@ static ngx_int_t ngx_http_libsw_run(ngx_http_request_t *r, ngx_http_libsw_loc_co
     }
   }
 
-  if (refused != NULL) {
+  if (refused != NULL && lcf->dry_run) { /* not enforced: the request goes on (to the breaker) */
+    ngx_log_error(lcf->log_level, r->connection->log, 0,
+                  "libsw: limiting requests, dry run, by zone \"%V\", retry after %L ms",
+                  &refused->zone->name, d->retry_after_ms);
+    dry = 1;
+  } else if (refused != NULL) {
     ngx_http_libsw_zone_t *z = refused->zone;
     ngx_http_libsw_cancel(r, admitted, ds, n);
     int64_t retry = d->retry_after_ms;
     ngx_log_error(lcf->log_level, r->connection->log, 0,
-                  "libsw: limiting requests%s by zone \"%V\", retry after %L ms",
-                  lcf->dry_run ? ", dry run," : "", &z->name, retry);
-    if (lcf->dry_run) {
-      ngx_http_libsw_set_outcome(r, NGX_HTTP_LIBSW_REJECTED_DRY_RUN);
-      return NGX_DECLINED;
-    }
+                  "libsw: limiting requests by zone \"%V\", retry after %L ms", &z->name, retry);
     ngx_http_libsw_set_outcome(r, NGX_HTTP_LIBSW_REJECTED);
     if (lcf->retry_after && retry >= 0)
       (void)ngx_http_libsw_header(r, "Retry-After", ngx_http_libsw_seconds(retry));
@@ -474,7 +474,7 @@ static ngx_int_t ngx_http_libsw_run(ngx_http_request_t *r, ngx_http_libsw_loc_co
     (void)ngx_http_libsw_header(r, "RateLimit-Reset", (reset_ms + 999) / 1000);
   }
 
-  if (n == 0 && !unlimited && lcf->breaker == NULL) return NGX_DECLINED; /* no key: no decision */
+  if (n == 0 && !unlimited && !dry && lcf->breaker == NULL) return NGX_DECLINED; /* no key */
   if (wait <= 0) {
     ngx_http_libsw_set_outcome(r, dry ? NGX_HTTP_LIBSW_REJECTED_DRY_RUN
                                   : n == 0 && unlimited ? NGX_HTTP_LIBSW_UNLIMITED
