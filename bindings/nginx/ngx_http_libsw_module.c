@@ -34,7 +34,7 @@
 #include <sw/sw.h>
 
 #define NGX_HTTP_LIBSW_MAX_LIMITS 16
-#define NGX_HTTP_LIBSW_CHECK_ONLY (ngx_test_config || ngx_process == NGX_PROCESS_SIGNALLER)
+#define NGX_HTTP_LIBSW_CHECK_ONLY ngx_test_config /* nginx -t: check, change nothing */
 
 typedef struct {
   ngx_str_t name;    /* the zone's name */
@@ -1126,7 +1126,7 @@ static ngx_int_t ngx_http_libsw_open_zone(ngx_conf_t *cf, ngx_http_libsw_zone_t 
                                : (int64_t)(floor(z->rate) * (double)z->interval / 1000.0);
   }
 
-  /* nginx -t and nginx -s: attach if it exists (its geometry checked), change nothing */
+  /* nginx -t: attach if it exists (its geometry checked), change nothing */
   uint32_t flags = NGX_HTTP_LIBSW_CHECK_ONLY ? 0 : SW_SEGMENT_CREATE;
   const char *seg = (const char *)z->segment.data;
   if (z->keyed) {
@@ -1230,6 +1230,10 @@ static ngx_int_t ngx_http_libsw_init(ngx_conf_t *cf) {
   ngx_http_core_main_conf_t *cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
   ngx_http_libsw_status_index = ngx_http_get_variable_index(cf, &ngx_http_libsw_status_name);
   if (ngx_http_libsw_status_index == NGX_ERROR) return NGX_ERROR;
+  /* nginx -s reads the configuration to find the pid file: its signal (a
+     quit, a stop) must not depend on the segments; the master that
+     reloads checks them */
+  if (ngx_process == NGX_PROCESS_SIGNALLER) return NGX_OK;
 
   ngx_http_libsw_zone_t **zones = mcf->zones.elts;
   for (ngx_uint_t i = 0; i < mcf->zones.nelts; i++) {
