@@ -323,6 +323,22 @@ static void ngx_http_libsw_breaker_listener(void *user, int32_t from, int32_t to
                 value);
 }
 
+/* RateLimit-Remaining of a window zone: requests left in the window (a
+ * decision's remaining counts per second); fallback if it cannot tell. */
+static int64_t ngx_http_libsw_window_left(ngx_http_libsw_zone_t *z, int64_t now, ngx_str_t *key,
+                                          int64_t fallback) {
+  int64_t pass;
+  if (z->keyed) {
+    sw_keyed_key kk;
+    if (sw_keyed_lookup_at(z->k, now, key->data, key->len, &kk) != 1) return fallback;
+    pass = kk.pass;
+  } else {
+    pass = sw_metric_pass_at(sw_node_second_metric(sw_limiter_node(z->lim)), now);
+    if (pass < 0) return fallback;
+  }
+  return pass >= z->limit_count ? 0 : z->limit_count - pass;
+}
+
 /* Every limit of the location in turn, then its breaker. first: the first
  * limit's entry already made by the fast path (its code and decision), or
  * NULL. */
@@ -342,11 +358,11 @@ static ngx_int_t ngx_http_libsw_run(ngx_http_request_t *r, ngx_http_libsw_loc_co
       ngx_http_libsw_zone_t *z = l->zone;
       d = &ds[n];
       int rc;
-      if (i == 0 && first != NULL) {
+      ngx_str_t key = ngx_null_string;
+      if (i == 0 && first != NULL) { /* the short path's (no RateLimit headers) */
         rc = first_rc;
         *d = *first;
       } else if (z->keyed) {
-        ngx_str_t key;
         if (z->key_index >= 0) {
           ngx_http_variable_value_t *v = ngx_http_get_indexed_variable(r, z->key_index);
           if (v == NULL || v->not_found) continue; /* no key: not limited, as limit_req */
@@ -388,8 +404,10 @@ static ngx_int_t ngx_http_libsw_run(ngx_http_request_t *r, ngx_http_libsw_loc_co
                       "libsw: limiting requests, dry run, by zone \"%V\", retry after %L ms",
                       &z->name, d->retry_after_ms);
       }
-      if (d->remaining < remaining) {
-        remaining = d->remaining;
+      int64_t left = d->remaining; /* pacing: places left in the queue */
+      if (lcf->headers && !z->pacing) left = ngx_http_libsw_window_left(z, now, &key, left);
+      if (left < remaining) {
+        remaining = left;
         limit_count = z->limit_count;
         refill_ms = z->pacing ? (int64_t)((double)(z->limit_count - d->remaining) * 1000.0 / z->rate)
                               : (int64_t)z->interval;
