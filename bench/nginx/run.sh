@@ -25,7 +25,8 @@
 #    from sw_keyed_stats, through swctl list --json, after 100,000 clients:
 #    none evicted) and the smallest limit_req zone (whole MiB, from 10m up)
 #    that still remembers the first of 100,000 clients.
-#    MEMORY=0 skips it. KEEP_CALLGRIND=DIR keeps every callgrind profile there.
+#    MEMORY=0 skips it. KEEP_CALLGRIND=DIR keeps every callgrind profile
+#    there; CALLGRIND=0 skips part 1.
 # Then the goal= lines, limit_req beside.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -179,7 +180,10 @@ over() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%d", a - b }'; }
 conf ""
 echo "# nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), libsw $(awk -F'"' '/SW_VERSION_STRING/ { print $2 }' "$build/libsw/sw/version.h" 2>/dev/null), module $module"
 echo "# callgrind: instructions per request = (Ir($K2 requests) - Ir($K requests)) / $K"
+CALLGRIND=${CALLGRIND:-1}
+[ "$CALLGRIND" != 0 ] || echo "# CALLGRIND=0: no callgrind runs"
 for c in cycle new; do
+  [ "$CALLGRIND" != 0 ] || break
   for l in none limit_req libsw libsw_window; do
     a=$(ir_run "$l" "$K" "$c")
     b=$(ir_run "$l" "$K2" "$c")
@@ -188,6 +192,8 @@ for c in cycle new; do
     echo "clients=$c location=$l instructions_per_request=$per"
   done
 done
+for v in cycle_none cycle_limit_req cycle_libsw cycle_libsw_window new_none new_limit_req \
+         new_libsw new_libsw_window; do eval ": \${ir_$v:=0}"; done
 lr_c=$(over "$ir_cycle_limit_req" "$ir_cycle_none"); sw_c=$(over "$ir_cycle_libsw" "$ir_cycle_none")
 sww_c=$(over "$ir_cycle_libsw_window" "$ir_cycle_none")
 lr_n=$(over "$ir_new_limit_req" "$ir_new_none"); sw_n=$(over "$ir_new_libsw" "$ir_new_none")
@@ -257,10 +263,10 @@ if [ "$MEMORY" != 0 ]; then
 fi
 
 echo "# goals (issue 26), limit_req beside"
-awk -v s="$sw_c" -v l="$lr_c" -v w="$sww_c" 'BEGIN {
+[ "$CALLGRIND" = 0 ] || awk -v s="$sw_c" -v l="$lr_c" -v w="$sww_c" 'BEGIN {
   printf "goal=existing_client instructions_added libsw=%d limit_req=%d ratio=%.2f target<=0.75 %s (libsw_window=%d ratio=%.2f)\n",
     s, l, s / l, (s <= 0.75 * l ? "met" : "NOT_MET"), w, w / l }'
-awk -v s="$sw_n" -v l="$lr_n" -v w="$sww_n" 'BEGIN {
+[ "$CALLGRIND" = 0 ] || awk -v s="$sw_n" -v l="$lr_n" -v w="$sww_n" 'BEGIN {
   printf "goal=new_client instructions_added libsw=%d limit_req=%d ratio=%.2f target<=1.00 %s (libsw_window=%d ratio=%.2f)\n",
     s, l, s / l, (s <= l ? "met" : "NOT_MET"), w, w / l }'
 if [ "$WRK" != 0 ]; then
