@@ -1103,8 +1103,11 @@ static const char *ngx_http_libsw_hint(int rc) {
 
 static ngx_int_t ngx_http_libsw_open_zone(ngx_conf_t *cf, ngx_http_libsw_zone_t *z) {
   sw_options *o;
-  int rc;
-  if (sw_options_create(&o) != SW_OK) return NGX_ERROR;
+  int rc = sw_options_create(&o);
+  if (rc != SW_OK) {
+    NGX_HTTP_LIBSW_ZONE_ERROR(z, "%s: %s", sw_err_name(rc), sw_last_error());
+    return NGX_ERROR;
+  }
   rc = ngx_http_libsw_zone_options(z, o);
   if (rc != SW_OK) {
     NGX_HTTP_LIBSW_ZONE_ERROR(z, "%s", sw_last_error());
