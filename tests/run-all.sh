@@ -64,6 +64,11 @@ if [ -x bindings/lua/run-tests.sh ]; then
   SW_LIB="$(pwd)/_build/plain/libsw/.libs/libsw.so" bindings/lua/run-tests.sh
 fi
 
+if [ -x bindings/nginx/run-tests.sh ]; then
+  step "nginx module: Debian's nginx with 2 workers, and under valgrind memcheck"
+  bindings/nginx/run-tests.sh _build/plain
+fi
+
 step "examples: every marked code block of README.md and docs/, run as written"
 sh tests/docs/run.sh
 
