@@ -46,7 +46,6 @@ SW_API int sw_keyed_cancel(sw_keyed *k, sw_decision *d) {
     const double ticks = r.threshold > 0 ? (double)n / r.threshold * 1000.0 * SW__KT_TICKS_PER_MS : 0;
     const int64_t cost = ticks < (double)(INT64_C(1) << 60) ? (int64_t)round(ticks) : 0;
     uint64_t a = sw__kt_lo_of(aux), h = sw__kt_hi_of(aux);
-    if (sw__kt_hgen(h) != gen) return SW_OK; /* the key's place changed hands: nothing to give */
     /* the last admission it set: a, or before a (later admissions came) */
     const int64_t next = (int64_t)(a - ((a - what) & 0xffffffffu));
     /* its place in the queue, if no later admission came after it */
