@@ -14,11 +14,7 @@
 
 #define THREADS 4
 
-static int64_t scale(int64_t n) {
-  const char *s = getenv("SW_STRESS");
-  int64_t k = s ? atoll(s) : 1;
-  return n * (k > 0 ? k : 1);
-}
+static int64_t scale(int64_t n) { return n * sw_stress(); }
 
 typedef struct worker {
   pthread_t tid;

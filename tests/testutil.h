@@ -32,6 +32,13 @@ static inline int sw_test_run(Suite *s) {
   return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
+/* The factor of stress tests' rounds: SW_STRESS (default 1). */
+static inline int64_t sw_stress(void) {
+  const char *s = getenv("SW_STRESS");
+  const int64_t k = s ? atoll(s) : 1;
+  return k > 0 ? k : 1;
+}
+
 /* A test case with the given tests and a generous timeout (sanitizers). */
 #define SW_TCASE(suite, name, ...)                                                       \
   do {                                                                                   \

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import glob
 import os
+import platform
 import subprocess
 import re
 
@@ -639,7 +640,9 @@ ffibuilder.set_source(
     py_limited_api=False,
     define_macros=[("SW_BUILDING", None), ("_GNU_SOURCE", None), ("HAVE_CONFIG_H", None),
                    ("_CFFI_NO_LIMITED_API", None)],
-    extra_compile_args=["-std=c11", "-fvisibility=hidden", "-fno-semantic-interposition", "-O2"],
+    # -mcx16: the keyed table's 16-byte CAS inline (cmpxchg16b), as configure.ac does
+    extra_compile_args=["-std=c11", "-fvisibility=hidden", "-fno-semantic-interposition", "-O2"]
+    + (["-mcx16"] if platform.machine() in ("x86_64", "AMD64") else []),
     libraries=["m", "pthread", "dl", "rt"] + [lib for f in OPTIONAL for lib in f[1]],
 )
 

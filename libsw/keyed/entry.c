@@ -1,16 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Keyed entries and exits: the table's rule applied to one key's words,
- * each decision one CAS on one word (keyed.h). */
+ * each decision one 16-byte CAS on one word (keyed.h; cancels: cancel.c). */
 #include <math.h>
 #include <string.h>
 
 #include "keyed.h"
 
-#define SW__KT_RETRY 1 /* the slot changed generation under us: find the key again */
-
+#define SW__KT_RETRY 1   /* the slot changed generation under us: find the key again */
+#define SW__KT_UNSETTLED 2 /* a decision found no consistent state in many steps */
 /* Whole units left under limit (>= 0) once used are taken. */
 static inline int64_t sw__kt_left(double limit, int64_t used) {
-  int64_t whole = limit < (double)INT64_MAX ? (int64_t)limit : INT64_MAX;
+  const double l = limit > 0 ? limit : 0; /* 0 also for NaN (a damaged rule) */
+  int64_t whole = l < 9.2e18 ? (int64_t)l : INT64_MAX;
   return whole > used ? whole - used : 0;
 }
 
@@ -19,37 +20,51 @@ static inline bool sw__kt_over(const sw_keyed *k, int64_t pass, int64_t n, doubl
   return (double)(int64_t)((double)pass / k->isec) + (double)n > limit;
 }
 
-/* Add n to the window word of wid (statistics of pacing and concurrency
- * tables, blocks): a few CAS attempts, never across a generation. */
-static void sw__kt_add(_Atomic uint64_t *word, uint32_t gen, int64_t wid, int64_t n) {
-  uint64_t w = atomic_load_explicit(word, memory_order_relaxed);
-  for (int tries = 0; tries < 8 && sw__kt_wgen(w) == gen; tries++) {
-    bool same = sw__kt_wid(w) == ((uint64_t)wid & SW__KT_WID_MASK);
-    int64_t c = (same ? sw__kt_count(w) : 0) + n;
-    uint64_t next = sw__kt_word(gen, wid, c > SW__KT_COUNT_MAX ? SW__KT_COUNT_MAX : c);
-    if (atomic_compare_exchange_weak_explicit(word, &w, next, memory_order_relaxed,
-                                              memory_order_relaxed))
+/* The 31-bit distance from window tag to window lo, forward. */
+static inline uint64_t sw__kt_ahead(uint64_t lo, uint64_t tag) {
+  return (sw__kt_wid(lo) - tag) & SW__KT_WID_MASK;
+}
+
+/* Add passes (to the count) and blocks (to the high half) of window wid in
+ * its ring word (statistics of pacing and concurrency tables; blocks of
+ * every table): a few CAS attempts, never across a generation, never over
+ * a newer window (a late entry's statistics are dropped, as a leap array
+ * drops an add behind its window). Counts stop at their 32 bits. */
+static void sw__kt_add(sw__kt_w *word, uint32_t gen, int64_t wid, int64_t pass, int64_t block) {
+  const uint64_t tag = (uint64_t)wid & SW__KT_WID_MASK;
+  uint64_t lo = sw__kt_lo_of(word), hi = sw__kt_hi_of(word);
+  for (int tries = 0; tries < 8 && sw__kt_hgen(hi) == gen; tries++) {
+    const bool same = sw__kt_wid(lo) == tag;
+    const uint64_t ahead = sw__kt_ahead(lo, tag);
+    if (!same && sw__kt_live(lo) && ahead <= SW__KT_HALF) return; /* a newer window */
+    int64_t c = (same ? sw__kt_count(lo) : 0) + pass, b = (same ? sw__kt_block(hi) : 0) + block;
+    uint64_t nlo = sw__kt_lo(wid, c > SW__KT_COUNT_MAX ? SW__KT_COUNT_MAX : c) |
+                   (same ? lo & SW__KT_SEAL : 0);
+    if (sw__kt_cas(word, &lo, &hi, nlo, sw__kt_hi(gen, b > SW__KT_COUNT_MAX ? SW__KT_COUNT_MAX : b)))
       return;
   }
 }
 
 /* The first window boundary at which the interval (the key's windows as
- * read, passes in counts[i] of window wid - i) leaves room for n. */
+ * read, passes in counts[i] of window wid - i) leaves room for n: the ms
+ * from t to it (no overflow near INT64_MAX: the boundary is s windows past
+ * t's window start). */
 static int64_t sw__kt_retry_after(const sw_keyed *k, int64_t t, int64_t wid, const int64_t *counts,
                                   int64_t n, double limit) {
   if ((double)n > limit) return -1;
+  const int64_t into = t - wid * k->wl; /* t's offset in its window */
   for (uint32_t s = 1; s <= k->windows; s++) { /* after s boundaries, s windows have left */
     int64_t rest = 0;
     for (uint32_t i = 0; i + s < k->windows; i++) rest += counts[i];
-    if (!sw__kt_over(k, rest, n, limit)) return (wid + s) * k->wl - t;
+    if (!sw__kt_over(k, rest, n, limit)) return s * k->wl - into;
   }
-  return (wid + k->windows) * k->wl - t;
+  return k->windows * k->wl - into;
 }
 
-static void sw__kt_blocked(sw_keyed *k, const sw__rule *r, uint32_t idx, uint32_t gen,
-                           int64_t wid, int64_t n, sw_decision *d) {
+static void sw__kt_blocked(sw_keyed *k, uint32_t idx, uint32_t gen, int64_t wid, int64_t n,
+                           sw_decision *d) {
   d->verdict = SW_VERDICT_BLOCK;
-  sw__kt_add(sw__kt_blocks(k, idx), gen, wid, n);
+  sw__kt_add(&sw__kt_win(k, idx)[wid % k->windows], gen, wid, 0, n);
   atomic_fetch_add_explicit(&sw__kt_my_totals(k)->block, n, memory_order_relaxed);
 }
 
@@ -57,20 +72,25 @@ static void sw__kt_blocked(sw_keyed *k, const sw__rule *r, uint32_t idx, uint32_
  * seal it, or, where the slot still holds an older window, put the window
  * there empty and sealed. A slot that holds a newer window is left (the
  * caller then decides at that window). */
-static void sw__kt_seal_interval(sw_keyed *k, _Atomic uint64_t *win, uint32_t gen, int64_t wid) {
+static void sw__kt_seal_interval(sw_keyed *k, sw__kt_w *win, uint32_t gen, int64_t wid) {
   const uint32_t nw = k->windows, cur = (uint32_t)(wid % nw);
   for (uint32_t back = 1; back < nw && (int64_t)back <= wid; back++) { /* none before 0 */
     const uint32_t i = (cur + nw - back) % nw;
     const uint64_t want = (uint64_t)(wid - (int64_t)back) & SW__KT_WID_MASK;
-    uint64_t w = atomic_load_explicit(&win[i], memory_order_relaxed), next;
-    do {
-      if (sw__kt_wgen(w) != gen || (w & SW__KT_SEAL && sw__kt_wid(w) == want)) break;
-      if (sw__kt_wid(w) == want) next = w | SW__KT_SEAL;
-      else if (!sw__kt_live(w) || ((want - sw__kt_wid(w)) & SW__KT_WID_MASK) <= SW__KT_HALF)
-        next = sw__kt_word(gen, want, 0) | SW__KT_SEAL; /* an older window: replaced */
-      else break; /* a newer window */
-    } while (!atomic_compare_exchange_weak_explicit(&win[i], &w, next, memory_order_relaxed,
-                                                    memory_order_relaxed));
+    uint64_t lo = sw__kt_lo_of(&win[i]), hi = sw__kt_hi_of(&win[i]), nlo, nhi = hi;
+    for (int tries = 0; tries < SW__KT_STEPS; tries++) {
+      if (sw__kt_hgen(hi) != gen || (lo & SW__KT_SEAL && sw__kt_wid(lo) == want)) break;
+      if (sw__kt_wid(lo) == want) {
+        nlo = lo | SW__KT_SEAL;
+        nhi = hi;
+      } else if (!sw__kt_live(lo) || ((want - sw__kt_wid(lo)) & SW__KT_WID_MASK) <= SW__KT_HALF) {
+        nlo = sw__kt_lo(want, 0) | SW__KT_SEAL; /* an older window: replaced */
+        nhi = sw__kt_hi(gen, 0);
+      } else {
+        break; /* a newer window */
+      }
+      if (sw__kt_cas(&win[i], &lo, &hi, nlo, nhi)) break;
+    }
   }
 }
 
@@ -82,23 +102,21 @@ static void sw__kt_seal_interval(sw_keyed *k, _Atomic uint64_t *win, uint32_t ge
  * a newer window anywhere in the ring moves there first. */
 static int sw__kt_decide_reject(sw_keyed *k, const sw__rule *r, int64_t t, uint32_t idx,
                                 uint32_t gen, int64_t n, sw_decision *d) {
-  _Atomic uint64_t *win = sw__kt_win(k, idx);
+  sw__kt_w *win = sw__kt_win(k, idx);
   const uint32_t nw = k->windows;
   const int64_t t0 = t;
   int64_t wid = t / k->wl, counts[SW__KT_MAX_WINDOWS];
-  for (;;) {
+  for (int steps = 0; steps < SW__KT_STEPS; steps++) {
     const uint32_t cur = (uint32_t)(wid % nw);
     const uint64_t tag = (uint64_t)wid & SW__KT_WID_MASK;
     int64_t pass = 0;
     uint64_t newer = 0;
     bool unsealed = false;
     for (uint32_t i = 0; i < nw; i++) {
-      uint64_t w = atomic_load_explicit(&win[i], memory_order_relaxed);
-      if (sw__unlikely(sw__kt_wgen(w) != gen)) return SW__KT_RETRY;
-      uint64_t ahead = (sw__kt_wid(w) - tag) & SW__KT_WID_MASK;
-      if (sw__unlikely(ahead != 0 && ahead <= SW__KT_HALF && sw__kt_live(w))) {
-        /* a newer window */
-        newer = ahead > newer ? ahead : newer;
+      uint64_t lo = sw__kt_lo_of(&win[i]);
+      uint64_t ahead = sw__kt_ahead(lo, tag);
+      if (sw__unlikely(ahead != 0 && ahead <= SW__KT_HALF && sw__kt_live(lo))) {
+        newer = ahead > newer ? ahead : newer; /* a newer window */
         continue;
       }
       if (i == cur) continue;
@@ -107,14 +125,14 @@ static int sw__kt_decide_reject(sw_keyed *k, const sw__rule *r, int64_t t, uint3
         counts[back] = 0;
         continue;
       }
-      if (sw__kt_wid(w) != ((tag - back) & SW__KT_WID_MASK)) {
+      if (sw__kt_wid(lo) != ((tag - back) & SW__KT_WID_MASK)) {
         unsealed = true; /* the window is absent: its place must be sealed */
         counts[back] = 0;
         continue;
       }
-      counts[back] = sw__kt_count(w);
+      counts[back] = sw__kt_count(lo);
       pass += counts[back];
-      if (!(w & SW__KT_SEAL)) unsealed = true;
+      if (!(lo & SW__KT_SEAL)) unsealed = true;
     }
     if (sw__unlikely(newer)) {
       wid += (int64_t)newer;
@@ -124,29 +142,26 @@ static int sw__kt_decide_reject(sw_keyed *k, const sw__rule *r, int64_t t, uint3
       sw__kt_seal_interval(k, win, gen, wid);
       continue;
     }
-    uint64_t c = atomic_load_explicit(&win[cur], memory_order_relaxed);
-    bool moved = false;
-    while (!moved) {
-      if (sw__unlikely(sw__kt_wgen(c) != gen)) return SW__KT_RETRY;
+    uint64_t c = sw__kt_lo_of(&win[cur]), h = sw__kt_hi_of(&win[cur]);
+    for (; steps < SW__KT_STEPS; steps++) {
+      if (sw__unlikely(sw__kt_hgen(h) != gen)) return SW__KT_RETRY;
       const bool same = sw__kt_wid(c) == tag;
-      const uint64_t ahead = (sw__kt_wid(c) - tag) & SW__KT_WID_MASK;
-      if ((same && (c & SW__KT_SEAL)) || (!same && ahead <= SW__KT_HALF && sw__kt_live(c))) {
-        moved = true; /* a newer window has started */
-        break;
-      }
+      const uint64_t ahead = sw__kt_ahead(c, tag);
+      if ((same && (c & SW__KT_SEAL)) || (!same && ahead <= SW__KT_HALF && sw__kt_live(c)))
+        break; /* a newer window has started */
       counts[0] = same ? sw__kt_count(c) : 0;
       const int64_t used = pass + counts[0];
       const bool over = sw__kt_over(k, used, n, r->threshold);
       if (over && !r->dry_run) {
         d->retry_after_ms = sw__kt_retry_after(k, t0, wid, counts, n, r->threshold);
         d->remaining = sw__kt_left(r->threshold, (int64_t)((double)used / k->isec));
-        sw__kt_blocked(k, r, idx, gen, wid, n, d);
+        sw__kt_blocked(k, idx, gen, wid, n, d);
         return SW_OK;
       }
-      int64_t next = counts[0] + n;
-      uint64_t word = sw__kt_word(gen, wid, next > SW__KT_COUNT_MAX ? SW__KT_COUNT_MAX : next);
-      if (atomic_compare_exchange_weak_explicit(&win[cur], &c, word, memory_order_relaxed,
-                                                memory_order_relaxed)) {
+      const int64_t next = counts[0] + n; /* beyond the word only in a dry run: kept at its top */
+      const uint64_t nlo = sw__kt_lo(wid, next > SW__KT_COUNT_MAX ? SW__KT_COUNT_MAX : next);
+      SW__KILL_POINT("keyed-cas"); /* read, not yet counted: a test stops here */
+      if (sw__kt_cas(&win[cur], &c, &h, nlo, same ? h : sw__kt_hi(gen, 0))) {
         sw__kt_totals *tot = sw__kt_my_totals(k);
         atomic_fetch_add_explicit(&tot->pass, n, memory_order_relaxed);
         if (over) { /* dry run: admitted, counted as a would-be block */
@@ -155,12 +170,14 @@ static int sw__kt_decide_reject(sw_keyed *k, const sw__rule *r, int64_t t, uint3
           atomic_fetch_add_explicit(&tot->would_block, n, memory_order_relaxed);
         }
         d->remaining = sw__kt_left(r->threshold, (int64_t)((double)(used + n) / k->isec));
+        sw__kt_receipt(d, idx, sw__kt_meta(SW__KT_READY, gen, 0), (uint64_t)wid, n);
         return SW_OK;
       }
     }
-    uint64_t ahead = (sw__kt_wid(c) - tag) & SW__KT_WID_MASK;
-    wid += ahead == 0 ? 1 : (int64_t)ahead; /* decide at the newer window */
+    const uint64_t ahead = sw__kt_ahead(c, tag);
+    wid += ahead == 0 || ahead > SW__KT_HALF ? 1 : (int64_t)ahead; /* decide at the newer window */
   }
+  return SW__KT_UNSETTLED;
 }
 
 /* The common entry in one pass: a key of up to 16 bytes the table holds,
@@ -188,111 +205,126 @@ static inline __attribute__((always_inline)) int sw__kt_fast(sw_keyed *k, int64_
   }
   *ref = (sw__kt_ref){(uint32_t)idx, meta};
   const uint32_t nw = k->windows, gen = sw__kt_mgen(meta);
-  _Atomic uint64_t *win = sw__kt_win(k, (uint32_t)idx);
+  sw__kt_w *win = sw__kt_win(k, (uint32_t)idx);
   const int64_t wid = t / k->wl;
   const uint64_t tag = (uint64_t)wid & SW__KT_WID_MASK;
   const uint32_t cur = nw == 2 ? (uint32_t)(wid & 1) : (uint32_t)(wid % nw);
   int64_t pass = 0;
-  /* the older windows, each sealed in its slot (one for the default 2) */
-  for (uint32_t back = 1, j = cur; back < nw; back++) {
-    j = j ? j - 1 : nw - 1;
-    const uint64_t w = atomic_load_explicit(&win[j], memory_order_relaxed);
-    if ((w & ~(uint64_t)SW__KT_COUNT_MAX) !=
-        (sw__kt_word(gen, tag - back, 0) | SW__KT_SEAL))
+  /* the older windows, each sealed in its slot (the default 2: one) */
+  if (nw == 2) {
+    const uint64_t lo = sw__kt_lo_of(&win[cur ^ 1]);
+    if ((lo & ~(uint64_t)SW__KT_COUNT_MAX) != (sw__kt_lo(tag - 1, 0) | SW__KT_SEAL))
       return SW__KT_FAST_FOUND; /* to seal, absent, newer or another key's */
-    pass += sw__kt_count(w);
+    pass = sw__kt_count(lo);
+  } else {
+    for (uint32_t back = 1, j = cur; back < nw; back++) {
+      j = j ? j - 1 : nw - 1;
+      const uint64_t lo = sw__kt_lo_of(&win[j]);
+      if ((lo & ~(uint64_t)SW__KT_COUNT_MAX) != (sw__kt_lo(tag - back, 0) | SW__KT_SEAL))
+        return SW__KT_FAST_FOUND;
+      pass += sw__kt_count(lo);
+    }
   }
-  uint64_t c = atomic_load_explicit(&win[cur], memory_order_relaxed);
+  uint64_t c = sw__kt_lo_of(&win[cur]), h = sw__kt_hi_of(&win[cur]);
   const bool same = sw__kt_wid(c) == tag;
-  if (sw__kt_wgen(c) != gen || (same && (c & SW__KT_SEAL)) ||
-      (!same && sw__kt_live(c) && ((sw__kt_wid(c) - tag) & SW__KT_WID_MASK) <= SW__KT_HALF))
+  if (sw__kt_hgen(h) != gen || (same && (c & SW__KT_SEAL)) ||
+      (!same && sw__kt_live(c) && sw__kt_ahead(c, tag) <= SW__KT_HALF))
     return SW__KT_FAST_FOUND;
   const int64_t used = pass + (same ? sw__kt_count(c) : 0);
   /* the block path, with its retry; a 1 s interval needs no division */
   if (k->unit_interval ? (double)(used + n) > threshold : sw__kt_over(k, used, n, threshold))
     return SW__KT_FAST_FOUND;
-  const uint64_t next = same ? c + (uint64_t)n : sw__kt_word(gen, wid, n);
-  if (!atomic_compare_exchange_strong_explicit(&win[cur], &c, next, memory_order_relaxed,
-                                               memory_order_relaxed))
+  /* the rule's bound keeps the count within its 32 bits (sw__kt_rule_check) */
+  SW__KILL_POINT("keyed-cas");
+  if (!sw__kt_cas_once(&win[cur], c, h, same ? c + (uint64_t)n : sw__kt_lo(wid, n),
+                       same ? h : sw__kt_hi(gen, 0)))
     return SW__KT_FAST_FOUND;
   atomic_fetch_add_explicit(&sw__kt_my_totals(k)->pass, n, memory_order_relaxed);
   d->remaining = sw__kt_left(threshold, k->unit_interval
                                             ? used + n
                                             : (int64_t)((double)(used + n) / k->isec));
+  sw__kt_receipt(d, (uint32_t)idx, meta, (uint64_t)wid, n);
   return SW__KT_FAST_DONE;
 }
 
+/* The pacing clock now: 1/16 us; precise entries read the duration clock
+ * (see limiter.c), the others their time t. */
+static inline int64_t sw__kt_ticks(int64_t t, bool precise) {
+  _Static_assert(SW__KT_TICKS_PER_MS == 16000, "a tick is 62.5 ns: ns * 2 / 125");
+  const int64_t ns = precise ? sw_now_ns() : -1;
+  return ns >= 0 ? ns / 125 * 2 + ns % 125 * 2 / 125 : t * SW__KT_TICKS_PER_MS;
+}
+
 /* Pacing per key (a leaky bucket, as nginx's limit_req): the last
- * admission in 1/16 us on a 52-bit clock; one CAS. */
+ * admission in 1/16 us; one CAS. */
 static int sw__kt_decide_pacing(sw_keyed *k, const sw__rule *r, int64_t t, bool precise,
                                 uint32_t idx, uint32_t gen, int64_t n, sw_decision *d) {
-  _Atomic uint64_t *aux = sw__kt_aux(k, idx);
+  sw__kt_w *aux = sw__kt_aux(k, idx);
   const int64_t wid = t / k->wl;
   const double ticks = (double)n / r->threshold * 1000.0 * SW__KT_TICKS_PER_MS;
-  if (r->threshold <= 0 || ticks > (double)(INT64_C(1) << (SW__KT_VALUE_BITS - 2))) {
+  if (!(r->threshold > 0) || !(ticks <= (double)(INT64_C(1) << 60))) {
     d->retry_after_ms = -1;
-    sw__kt_blocked(k, r, idx, gen, wid, n, d);
+    sw__kt_blocked(k, idx, gen, wid, n, d);
     return SW_OK;
   }
-  const int64_t cost = (int64_t)round(ticks), max_queue = r->max_queue_ms * SW__KT_TICKS_PER_MS;
-  /* the clock's entries pace on the duration clock (see limiter.c) */
-  const int64_t ns = precise ? sw_now_ns() : -1;
-  _Static_assert(SW__KT_TICKS_PER_MS == 16000, "a tick is 62.5 ns: ns * 2 / 125");
-  const uint64_t now = (ns >= 0 ? (uint64_t)ns * 2 / 125 : (uint64_t)t * SW__KT_TICKS_PER_MS) &
-                       SW__KT_VALUE_MASK;
-  uint64_t a = atomic_load_explicit(aux, memory_order_relaxed), next;
-  int64_t wait;
-  for (;;) {
-    if (sw__unlikely(sw__kt_wgen(a) != gen)) return SW__KT_RETRY;
-    const uint64_t last = a & SW__KT_VALUE_MASK;
+  const int64_t cost = (int64_t)round(ticks);
+  const int64_t max_queue = r->max_queue_ms > 0 && r->max_queue_ms < (INT64_C(1) << 40)
+                                ? r->max_queue_ms * SW__KT_TICKS_PER_MS
+                                : r->max_queue_ms > 0 ? INT64_C(1) << 54 : 0;
+  const int64_t now = sw__kt_ticks(t, precise);
+  uint64_t a = sw__kt_lo_of(aux), h = sw__kt_hi_of(aux);
+  int64_t wait, next;
+  for (int steps = 0;; steps++) {
+    if (sw__unlikely(sw__kt_hgen(h) != gen)) return SW__KT_RETRY;
+    if (sw__unlikely(steps == SW__KT_STEPS)) return SW__KT_UNSETTLED;
+    const int64_t last = (int64_t)a;
     wait = 0;
     next = now;
-    if (last != 0) {
-      uint64_t due = (last + (uint64_t)cost) & SW__KT_VALUE_MASK;
-      /* signed, on the clock's 52 bits */
-      int64_t ahead = (int64_t)(((due - now) & SW__KT_VALUE_MASK) << (64 - SW__KT_VALUE_BITS)) >>
-                      (64 - SW__KT_VALUE_BITS);
-      if (ahead > 0) {
-        wait = ahead;
-        next = due;
-      }
+    /* 0: no admission yet; a damaged word far from now is no queue */
+    if (last != 0 && last > now - (INT64_C(1) << 60) && last < now + (INT64_C(1) << 60) &&
+        last + cost > now) {
+      wait = last + cost - now;
+      next = last + cost;
     }
     if (wait > max_queue) {
       d->retry_after_ms = (wait - max_queue + SW__KT_TICKS_PER_MS - 1) / SW__KT_TICKS_PER_MS;
       if (!r->dry_run) {
-        sw__kt_blocked(k, r, idx, gen, wid, n, d);
+        sw__kt_blocked(k, idx, gen, wid, n, d);
         return SW_OK;
       }
       d->would_block = 1; /* dry run: admitted now, the queue left as it is */
       break;
     }
     if (next == 0) next = 1; /* 0 means "no admission yet" */
-    if (atomic_compare_exchange_weak_explicit(aux, &a, sw__kt_word(gen, 0, 0) | next,
-                                              memory_order_relaxed, memory_order_relaxed))
-      break;
+    SW__KILL_POINT("keyed-cas");
+    if (sw__kt_cas(aux, &a, &h, (uint64_t)next, h)) break;
   }
   sw__kt_totals *tot = sw__kt_my_totals(k);
   atomic_fetch_add_explicit(&tot->pass, n, memory_order_relaxed);
+  d->verdict = wait > 0 && !d->would_block ? SW_VERDICT_WAIT : SW_VERDICT_PASS;
+  d->wait_ms = d->would_block ? 0 : (wait + SW__KT_TICKS_PER_MS / 2) / SW__KT_TICKS_PER_MS;
+  d->remaining = cost > 0 ? (max_queue - wait) / cost : INT32_MAX;
+  int64_t swid = wid;
   if (d->would_block) {
     atomic_fetch_add_explicit(&tot->would_block, n, memory_order_relaxed);
-    wait = 0;
+  } else { /* counted in the window of its start, which its receipt finds again */
+    swid = sw__kt_pacing_wid(k, next, d->wait_ms);
+    sw__kt_receipt(d, idx, sw__kt_meta(SW__KT_READY, gen, 0), (uint64_t)next, n);
   }
-  sw__kt_add(&sw__kt_win(k, idx)[wid % k->windows], gen, wid, n);
-  d->verdict = wait > 0 ? SW_VERDICT_WAIT : SW_VERDICT_PASS;
-  d->wait_ms = (wait + SW__KT_TICKS_PER_MS / 2) / SW__KT_TICKS_PER_MS;
-  d->remaining = cost > 0 ? (max_queue - wait) / cost : INT32_MAX;
+  sw__kt_add(&sw__kt_win(k, idx)[swid % k->windows], gen, swid, n, 0);
   return SW_OK;
 }
 
 /* Concurrency grade per key: requests in flight, one CAS. */
 static int sw__kt_decide_concurrency(sw_keyed *k, const sw__rule *r, int64_t t, uint32_t idx,
                                      uint32_t gen, int64_t n, sw_decision *d) {
-  _Atomic uint64_t *aux = sw__kt_aux(k, idx);
+  sw__kt_w *aux = sw__kt_aux(k, idx);
   const int64_t wid = t / k->wl;
-  uint64_t a = atomic_load_explicit(aux, memory_order_relaxed);
-  for (;;) {
-    if (sw__unlikely(sw__kt_wgen(a) != gen)) return SW__KT_RETRY;
-    int64_t c = (int64_t)(a & SW__KT_VALUE_MASK);
+  uint64_t a = sw__kt_lo_of(aux), h = sw__kt_hi_of(aux);
+  for (int steps = 0;; steps++) {
+    if (sw__unlikely(sw__kt_hgen(h) != gen)) return SW__KT_RETRY;
+    if (sw__unlikely(steps == SW__KT_STEPS || a > (UINT64_C(1) << 62))) return SW__KT_UNSETTLED;
+    const int64_t c = (int64_t)a;
     if ((double)(c + n) > r->threshold) {
       if (!r->dry_run) {
         /* nothing says when a request will finish: suggest the average RT */
@@ -300,13 +332,13 @@ static int sw__kt_decide_concurrency(sw_keyed *k, const sw__rule *r, int64_t t, 
         int64_t ok = atomic_load(&tot->success), rt = atomic_load(&tot->rt);
         d->retry_after_ms = (double)n > r->threshold ? -1 : ok > 0 && rt / ok > 1 ? rt / ok : 1;
         d->remaining = sw__kt_left(r->threshold, c);
-        sw__kt_blocked(k, r, idx, gen, wid, n, d);
+        sw__kt_blocked(k, idx, gen, wid, n, d);
         return SW_OK;
       }
       d->would_block = 1;
     }
-    if (atomic_compare_exchange_weak_explicit(aux, &a, a + 1, memory_order_relaxed,
-                                              memory_order_relaxed)) {
+    SW__KILL_POINT("keyed-cas");
+    if (sw__kt_cas(aux, &a, &h, a + 1, h)) {
       d->remaining = sw__kt_left(r->threshold, c + 1);
       break;
     }
@@ -314,7 +346,8 @@ static int sw__kt_decide_concurrency(sw_keyed *k, const sw__rule *r, int64_t t, 
   sw__kt_totals *tot = sw__kt_my_totals(k);
   atomic_fetch_add_explicit(&tot->pass, n, memory_order_relaxed);
   if (d->would_block) atomic_fetch_add_explicit(&tot->would_block, n, memory_order_relaxed);
-  sw__kt_add(&sw__kt_win(k, idx)[wid % k->windows], gen, wid, n);
+  sw__kt_add(&sw__kt_win(k, idx)[wid % k->windows], gen, wid, n, 0);
+  sw__kt_receipt(d, idx, sw__kt_meta(SW__KT_READY, gen, 0), (uint64_t)wid, n);
   return SW_OK;
 }
 
@@ -346,10 +379,13 @@ static void sw__kt_refused(sw_keyed *k, int64_t t, int64_t n, sw_decision *d) {
   atomic_fetch_add_explicit(&tot->block, n, memory_order_relaxed);
 }
 
-#define SW__KT_CHECK(k)                                                            \
-  do {                                                                             \
-    if (sw__unlikely((k) == NULL)) return sw__fail(SW_ENULL, "keyed table is NULL"); \
-  } while (0)
+/* Tries of an entry whose slot keeps changing hands (or whose words never
+ * settle) before it goes through the key's bucket locks: every 64th. The
+ * first time through, the slot's words of another generation are emptied;
+ * the second, all its words (a damaged slot: its counts are lost, its key
+ * kept); after that the entry gives up with SW_ECORRUPT. */
+#define SW__KT_SETTLE_EVERY 64
+#define SW__KT_TRIES (4 * SW__KT_SETTLE_EVERY)
 
 /* An entry at t; precise: t is the window clock's now (pacing reads the
  * duration clock). */
@@ -393,11 +429,17 @@ static int sw__keyed_entry(sw_keyed *k, int64_t t, bool precise, const void *key
       sw__kt_refused(k, t, n, d);
       return SW_OK;
     }
-    if ((rc = sw__kt_decide(k, &r, t, precise, &ref, n, d)) != SW__KT_RETRY) return rc;
+    rc = sw__kt_decide(k, &r, t, precise, &ref, n, d);
+    if (rc != SW__KT_RETRY && rc != SW__KT_UNSETTLED) return rc;
+    memset(d, 0, sizeof *d);
     /* The slot is being given to another key. Its giver finishes in a few
      * instructions; one that died is repaired by the next locker of the
      * key's buckets, so after a while go through them. */
-    if (tries % 64 == 0 && (rc = sw__kt_settle(k, &q)) < 0) return rc;
+    if (tries == SW__KT_TRIES) return sw__kt_damaged(k, ref.idx, "never settles");
+    if (tries % SW__KT_SETTLE_EVERY == 0 &&
+        (rc = sw__kt_settle(k, &q, rc == SW__KT_UNSETTLED ? 1 + tries / (2 * SW__KT_SETTLE_EVERY)
+                                                          : tries / (2 * SW__KT_SETTLE_EVERY))) < 0)
+      return rc;
   }
 }
 
@@ -428,13 +470,14 @@ SW_API int sw_keyed_exit_at(sw_keyed *k, int64_t t, const void *key, size_t len,
     sw__kt_ref ref;
     bool left = false;
     for (int tries = 0; !left && tries < 64 && sw__kt_find(k, &q, &ref); tries++) {
-      _Atomic uint64_t *aux = sw__kt_aux(k, ref.idx);
-      uint64_t a = atomic_load_explicit(aux, memory_order_relaxed);
-      while (sw__kt_wgen(a) == sw__kt_mgen(ref.meta) && (a & SW__KT_VALUE_MASK) > 0 &&
-             !(left = atomic_compare_exchange_weak_explicit(aux, &a, a - 1, memory_order_relaxed,
-                                                            memory_order_relaxed))) {
+      sw__kt_w *aux = sw__kt_aux(k, ref.idx);
+      const uint32_t gen = sw__kt_mgen(ref.meta);
+      uint64_t a = sw__kt_lo_of(aux), h = sw__kt_hi_of(aux);
+      for (int steps = 0; steps < SW__KT_STEPS && sw__kt_hgen(h) == gen && a > 0 &&
+                          !(left = sw__kt_cas(aux, &a, &h, a - 1, h));
+           steps++) {
       }
-      if (!left && sw__kt_wgen(a) == sw__kt_mgen(ref.meta)) break; /* nothing in flight */
+      if (!left && sw__kt_hgen(h) == gen) break; /* nothing in flight */
     }
     if (!left) {
       atomic_fetch_add_explicit(&tot->orphan_exits, 1, memory_order_relaxed);
@@ -450,10 +493,4 @@ SW_API int sw_keyed_exit_at(sw_keyed *k, int64_t t, const void *key, size_t len,
 SW_API int sw_keyed_exit(sw_keyed *k, const void *key, size_t len, int64_t rt_ms, int64_t n,
                          uint32_t flags) {
   return sw_keyed_exit_at(k, sw__now_ms(), key, len, rt_ms, n, flags);
-}
-
-SW_API int sw_keyed_cancel(sw_keyed *k, sw_decision *d) {
-  SW__KT_CHECK(k);
-  SW__CHECK_NULL(d, "decision");
-  return sw__fail(SW_ENOTSUP, "sw_keyed_cancel: not built yet");
 }

@@ -5,54 +5,61 @@
 
 #include "keyed.h"
 
-static inline uint64_t sw__kt_behind(uint64_t wid, uint64_t w) {
-  return (wid - sw__kt_wid(w)) & SW__KT_WID_MASK;
+static inline uint64_t sw__kt_behind(uint64_t wid, uint64_t lo) {
+  return (wid - sw__kt_wid(lo)) & SW__KT_WID_MASK;
 }
 
-int64_t sw__kt_interval_pass(const sw_keyed *k, uint32_t idx, uint32_t gen, int64_t t) {
+int64_t sw__kt_interval_pass(const sw_keyed *k, uint32_t idx, uint32_t gen, int64_t t,
+                             int64_t *block) {
   const uint64_t wid = (uint64_t)(t / k->wl);
-  _Atomic uint64_t *win = sw__kt_win(k, idx);
-  int64_t pass = 0;
+  sw__kt_w *win = sw__kt_win(k, idx);
+  int64_t pass = 0, blocks = 0;
   for (uint32_t i = 0; i < k->windows; i++) {
-    uint64_t w = atomic_load_explicit(&win[i], memory_order_relaxed);
-    if (sw__kt_wgen(w) != gen) return -1;
-    if (sw__kt_behind(wid, w) < k->windows) pass += sw__kt_count(w);
+    uint64_t lo = sw__kt_lo_of(&win[i]), hi = sw__kt_hi_of(&win[i]);
+    if (sw__kt_hgen(hi) != gen) return -1;
+    if (sw__kt_behind(wid, lo) < k->windows) { /* in the interval (not ahead of it) */
+      pass += sw__kt_count(lo);
+      blocks += sw__kt_block(hi);
+    }
   }
+  if (block) *block = blocks;
   return pass;
 }
 
 /* Read slot idx at t into out: true if it holds a key (read consistently:
- * its meta unchanged across the read). */
+ * its meta unchanged across the read; a length no key has is damage, not
+ * a key). */
 static bool sw__kt_read(const sw_keyed *k, uint32_t idx, int64_t t, sw_keyed_key *out) {
   const uint64_t wid = (uint64_t)(t / k->wl);
   for (int tries = 0; tries < 4; tries++) {
     uint64_t m = atomic_load_explicit(sw__kt_meta_of(k, idx), memory_order_acquire);
-    if (sw__kt_state(m) != SW__KT_READY) return false;
+    if (sw__kt_state(m) != SW__KT_READY || sw__kt_mlen(m) > k->key_words * 8) return false;
     const uint32_t gen = sw__kt_mgen(m);
     memset(out, 0, sizeof *out);
-    out->len = (uint32_t)(m >> SW__KT_FRAG_BITS) & 0xffu;
+    out->len = sw__kt_mlen(m);
     uint64_t words[SW__KT_MAX_KEY / 8];
     _Atomic uint64_t *kw = sw__kt_key_of(k, idx);
     for (uint32_t i = 0; i < k->key_words; i++)
       words[i] = atomic_load_explicit(&kw[i], memory_order_relaxed);
     memcpy(out->key, words, out->len ? out->len : 16);
-    out->pass = sw__kt_interval_pass(k, idx, gen, t);
-    uint64_t b = atomic_load_explicit(sw__kt_blocks(k, idx), memory_order_relaxed);
-    out->block = sw__kt_behind(wid, b) < k->windows ? sw__kt_count(b) : 0;
-    uint64_t a = k->kind == SW__KT_REJECT ? b : atomic_load_explicit(sw__kt_aux(k, idx),
-                                                                         memory_order_relaxed);
-    out->in_flight = k->kind == SW__KT_CONCURRENCY ? (int64_t)(a & SW__KT_VALUE_MASK) : 0;
+    out->pass = sw__kt_interval_pass(k, idx, gen, t, &out->block);
+    uint64_t a = 0, ah = sw__kt_hi(gen, 0);
+    if (k->kind != SW__KT_REJECT) {
+      a = sw__kt_lo_of(sw__kt_aux(k, idx));
+      ah = sw__kt_hi_of(sw__kt_aux(k, idx));
+    }
+    out->in_flight = k->kind == SW__KT_CONCURRENCY && a <= INT64_MAX ? (int64_t)a : 0;
     out->last_ms = -1;
     uint64_t recent = SW__KT_WID_MASK;
     for (uint32_t i = 0; i < k->windows; i++) {
-      uint64_t w = atomic_load_explicit(&sw__kt_win(k, idx)[i], memory_order_relaxed);
-      if (sw__kt_count(w) > 0 && sw__kt_behind(wid, w) < recent) recent = sw__kt_behind(wid, w);
+      uint64_t lo = sw__kt_lo_of(&sw__kt_win(k, idx)[i]);
+      if (sw__kt_count(lo) > 0 && sw__kt_behind(wid, lo) < recent) recent = sw__kt_behind(wid, lo);
     }
     if (recent < SW__KT_WID_MASK && (int64_t)recent <= (int64_t)wid)
       out->last_ms = ((int64_t)wid - (int64_t)recent) * k->wl;
     atomic_thread_fence(memory_order_acquire);
     if (out->pass >= 0 && atomic_load_explicit(sw__kt_meta_of(k, idx), memory_order_relaxed) == m &&
-        sw__kt_wgen(a) == gen && sw__kt_wgen(b) == gen)
+        sw__kt_hgen(ah) == gen)
       return true;
   }
   return false; /* changing hands as we read: seen as absent */
@@ -69,6 +76,10 @@ SW_API int sw_keyed_stats(const sw_keyed *k, sw_keyed_info *out) {
   SW__CHECK_NULL(out, "out");
   const sw__kt_hdr *h = k->hdr;
   memset(out, 0, sizeof *out);
+  /* a process killed inside an insert left its stripe's key count stale:
+   * repaired here rather than at the stripe's next insert (a table shared
+   * read-only cannot: its count is exact again at that insert) */
+  sw__kt_mend_dead((sw_keyed *)k);
   out->capacity = h->cfg.capacity;
   out->slots = h->nbuckets * SW__KT_WAYS;
   out->key_bytes = h->cfg.key_bytes;
@@ -76,21 +87,31 @@ SW_API int sw_keyed_stats(const sw_keyed *k, sw_keyed_info *out) {
   out->interval_ms = h->cfg.interval_ms;
   out->bytes = (int64_t)h->total_size;
   out->bytes_per_key = (int64_t)h->slot_size + 1; /* and its tag byte */
-  out->keys = atomic_load(&h->keys);
+  /* sums wrap rather than overflow (damaged counters are only wrong) */
+  uint64_t keys = 0, sum[7] = {0};
+  for (uint32_t i = 0; i < k->nlocks; i++) keys += (uint64_t)atomic_load(&k->locks[i].keys);
+  out->keys = (int64_t)keys;
   out->inserted = atomic_load(&h->inserted);
   out->reclaimed = atomic_load(&h->reclaimed);
   out->evicted = atomic_load(&h->evicted);
   out->on_full = h->cfg.on_full;
   for (uint32_t i = 0; i < SW__KT_TOTAL_STRIPES; i++) {
     const sw__kt_totals *s = &h->totals[i];
-    out->refused += atomic_load_explicit(&s->refused, memory_order_relaxed);
-    out->pass += atomic_load_explicit(&s->pass, memory_order_relaxed);
-    out->block += atomic_load_explicit(&s->block, memory_order_relaxed);
-    out->would_block += atomic_load_explicit(&s->would_block, memory_order_relaxed);
-    out->success += atomic_load_explicit(&s->success, memory_order_relaxed);
-    out->exception += atomic_load_explicit(&s->exception, memory_order_relaxed);
-    out->rt += atomic_load_explicit(&s->rt, memory_order_relaxed);
+    sum[0] += (uint64_t)atomic_load_explicit(&s->refused, memory_order_relaxed);
+    sum[1] += (uint64_t)atomic_load_explicit(&s->pass, memory_order_relaxed);
+    sum[2] += (uint64_t)atomic_load_explicit(&s->block, memory_order_relaxed);
+    sum[3] += (uint64_t)atomic_load_explicit(&s->would_block, memory_order_relaxed);
+    sum[4] += (uint64_t)atomic_load_explicit(&s->success, memory_order_relaxed);
+    sum[5] += (uint64_t)atomic_load_explicit(&s->exception, memory_order_relaxed);
+    sum[6] += (uint64_t)atomic_load_explicit(&s->rt, memory_order_relaxed);
   }
+  out->refused = (int64_t)sum[0];
+  out->pass = (int64_t)sum[1];
+  out->block = (int64_t)sum[2];
+  out->would_block = (int64_t)sum[3];
+  out->success = (int64_t)sum[4];
+  out->exception = (int64_t)sum[5];
+  out->rt = (int64_t)sum[6];
   return SW_OK;
 }
 

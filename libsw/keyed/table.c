@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The keyed table: layout, creation (heap or shared segment), keys and their
- * places — lookups without a lock, inserts that reclaim idle keys or evict
- * the least recently active one (layout and protocol: keyed.h). */
+/* The keyed table: its layout, its creation (heap or shared segment), and
+ * its rule (keys and their places: places.c; layout and protocol: keyed.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -14,352 +13,6 @@
 #include "../shm.h"
 #include "keyed.h"
 
-
-/* ------------------------------------------------------------------ hash */
-
-/* A seeded multiply-mix hash of words (the seed is random per table, so
- * keys cannot be chosen to collide without knowing it). */
-static uint64_t sw__kt_hash(uint64_t seed, const uint64_t *w, uint32_t nwords, uint64_t len) {
-  uint64_t h = seed ^ sw__mum(len ^ SW__P0, seed ^ SW__P1);
-  uint32_t i = 0;
-  for (; i + 1 < nwords; i += 2) h = sw__mum(w[i] ^ h ^ SW__P0, w[i + 1] ^ seed ^ SW__P1);
-  if (i < nwords) h = sw__mum(w[i] ^ h ^ SW__P0, seed ^ SW__P2);
-  return sw__mum(h ^ SW__P2, len ^ SW__P1);
-}
-
-/* The same over bytes of any length (digests of long keys). */
-static uint64_t sw__kt_hash_bytes(uint64_t seed, const unsigned char *p, size_t len) {
-  uint64_t h = seed ^ sw__mum((uint64_t)len ^ SW__P0, seed ^ SW__P1);
-  uint64_t w[2];
-  for (size_t off = 0; off < len; off += 16) {
-    size_t take = len - off < 16 ? len - off : 16;
-    w[0] = w[1] = 0;
-    memcpy(w, p + off, take);
-    h = sw__mum(w[0] ^ h ^ SW__P0, w[1] ^ seed ^ SW__P1);
-  }
-  return sw__mum(h ^ SW__P2, (uint64_t)len ^ SW__P1);
-}
-
-int sw__kt_prepare(const sw_keyed *k, const void *key, size_t len, sw__kt_key *q) {
-  if (sw__unlikely(key == NULL)) return sw__fail(SW_ENULL, "key is NULL");
-  if (sw__unlikely(len == 0 || len > 65535))
-    return sw__fail(SW_ERANGE, "key of %zu bytes: keys take 1..65535 bytes", len);
-  const uint64_t *seed = k->hdr->seed;
-  const unsigned char *p = key;
-  uint64_t lenfield = len;
-  if (sw__likely(len <= 16)) {
-    sw__kt_prepare_short(k, p, len, q);
-    sw__kt_place_second(k, q);
-    return SW_OK;
-  }
-  if (len <= (size_t)k->key_words * 8) {
-    q->nwords = (uint32_t)((len + 7) / 8);
-    q->w[q->nwords - 1] = 0;
-    memcpy(q->w, key, len);
-    q->hash = sw__kt_hash(seed[0], q->w, q->nwords, len);
-  } else { /* longer than a slot holds: its 128-bit digest stands for it */
-    q->w[0] = sw__kt_hash_bytes(seed[0], key, len);
-    q->w[1] = sw__kt_hash_bytes(seed[1], key, len);
-    q->nwords = 2;
-    q->hash = q->w[0];
-    lenfield = 0;
-  }
-  sw__kt_place(k, lenfield, q);
-  sw__kt_place_second(k, q);
-  return SW_OK;
-}
-
-/* ---------------------------------------------------------------- lookup */
-
-int sw__kt_find(const sw_keyed *k, const sw__kt_key *q, sw__kt_ref *ref) {
-  for (int j = 0; j < 2; j++) {
-    if (j == 1 && q->b[1] == q->b[0]) break;
-    int64_t idx = sw__kt_in_bucket(k, q, q->b[j], &ref->meta);
-    if (idx >= 0) {
-      ref->idx = (uint32_t)idx;
-      return 1;
-    }
-  }
-  return 0;
-}
-
-/* ------------------------------------------------------------- idle keys */
-
-/* The 27-bit distance from window w to the window of wid (the later one). */
-static inline uint64_t sw__kt_behind(int64_t wid, uint64_t w) {
-  return ((uint64_t)wid - sw__kt_wid(w)) & SW__KT_WID_MASK;
-}
-
-/* A window word holds nothing at wid: its window is out of the interval
- * and not ahead of it (a newer window means the caller's time is behind). */
-static inline bool sw__kt_window_idle(const sw_keyed *k, uint64_t w, int64_t wid) {
-  uint64_t ahead = (sw__kt_wid(w) - (uint64_t)wid) & SW__KT_WID_MASK;
-  return sw__kt_count(w) == 0 ||
-         (sw__kt_behind(wid, w) >= k->windows && (ahead == 0 || ahead > SW__KT_HALF));
-}
-
-static inline bool sw__kt_aux_idle(const sw_keyed *k, uint64_t a, int64_t t) {
-  uint64_t v = a & SW__KT_VALUE_MASK;
-  if (v == 0) return true;
-  if (k->kind == SW__KT_CONCURRENCY) return false;
-  /* pacing: drained once the last admission is not after now (52-bit clock) */
-  uint64_t ahead = (v - (uint64_t)t * SW__KT_TICKS_PER_MS) & SW__KT_VALUE_MASK;
-  return ahead == 0 || ahead >> (SW__KT_VALUE_BITS - 1);
-}
-
-/* Whether state word i of a slot (blocks, aux, windows) holds something at t. */
-static inline bool sw__kt_holds(const sw_keyed *k, uint32_t i, uint64_t v, int64_t t) {
-  if (i == 0) return false; /* blocks: statistics only */
-  if (i == 1 && k->kind != SW__KT_REJECT) return !sw__kt_aux_idle(k, v, t);
-  return !sw__kt_window_idle(k, v, sw__kt_wid_of(k, t));
-}
-
-bool sw__kt_idle(const sw_keyed *k, uint32_t idx, uint32_t gen, int64_t t) {
-  const int64_t wid = sw__kt_wid_of(k, t);
-  if (k->kind != SW__KT_REJECT) {
-    uint64_t a = atomic_load_explicit(sw__kt_aux(k, idx), memory_order_relaxed);
-    if (sw__kt_wgen(a) != gen || !sw__kt_aux_idle(k, a, t)) return false;
-  }
-  _Atomic uint64_t *win = sw__kt_win(k, idx);
-  for (uint32_t i = 0; i < k->windows; i++) {
-    uint64_t w = atomic_load_explicit(&win[i], memory_order_relaxed);
-    if (sw__kt_wgen(w) != gen || !sw__kt_window_idle(k, w, wid)) return false;
-  }
-  return true;
-}
-
-/* How long ago the slot was last active (in windows; larger is older). A
- * window after wid (the caller's time is behind) is as recent as can be. */
-static uint64_t sw__kt_age(const sw_keyed *k, uint32_t idx, int64_t wid) {
-  uint64_t age = SW__KT_WID_MASK;
-  _Atomic uint64_t *win = sw__kt_win(k, idx);
-  for (uint32_t i = 0; i < k->windows; i++) {
-    uint64_t w = atomic_load_explicit(&win[i], memory_order_relaxed), b = sw__kt_behind(wid, w);
-    if (sw__kt_count(w) > 0 && (b > SW__KT_HALF ? 0 : b) < age) age = b > SW__KT_HALF ? 0 : b;
-  }
-  return age;
-}
-
-/* ----------------------------------------------------------------- locks */
-
-typedef struct sw__kt_repair_arg {
-  sw_keyed *k;
-  uint32_t lock;
-} sw__kt_repair_arg;
-
-/* Move every state word of slot idx from gen to gen + 1, emptied. idle:
- * only if each holds nothing at t (else the words moved so far go back and
- * false is returned); otherwise whatever they hold (an eviction). */
-static bool sw__kt_move_words(sw_keyed *k, uint32_t idx, uint32_t gen, int64_t t, bool idle) {
-  const uint32_t nw = k->state_words;
-  _Atomic uint64_t *w = sw__kt_blocks(k, idx);
-  const uint64_t next = sw__kt_word(gen + 1, 0, 0), back = sw__kt_word(gen, 0, 0);
-  for (uint32_t i = 0; i < nw; i++) {
-    uint64_t v = atomic_load_explicit(&w[i], memory_order_relaxed);
-    for (;;) {
-      if (sw__kt_wgen(v) != gen || (idle && sw__kt_holds(k, i, v, t))) { /* active: undo */
-        for (uint32_t j = 0; j < i; j++) atomic_store_explicit(&w[j], back, memory_order_relaxed);
-        return false;
-      }
-      if (atomic_compare_exchange_weak_explicit(&w[i], &v, next, memory_order_relaxed,
-                                                memory_order_relaxed))
-        break;
-    }
-    if (i == 0) SW__KILL_POINT("keyed-move");
-  }
-  return true;
-}
-
-/* Set slot idx's tag byte (0: the slot is EMPTY), under its bucket's lock:
- * nobody else writes that bucket's tags. */
-static void sw__kt_set_tag(sw_keyed *k, uint32_t idx, uint64_t tag) {
-  _Atomic uint64_t *tw = &k->tags[idx / 8];
-  const unsigned shift = (idx % 8) * 8;
-  uint64_t tags = atomic_load_explicit(tw, memory_order_relaxed);
-  tags = (tags & ~(UINT64_C(0xff) << shift)) | ((tag & 0xff) << shift);
-  atomic_store_explicit(tw, tags, memory_order_relaxed);
-}
-
-/* Repair the buckets of a lock whose holder died: a key half written goes
- * back to EMPTY; words half moved to the next generation are completed (the
- * key was idle or evicted: nothing of it is kept) or, if the move had not
- * reached them all, rolled back. */
-static void sw__kt_repair(void *arg) {
-  const sw__kt_repair_arg *a = arg;
-  sw_keyed *k = a->k;
-  const uint32_t nw = k->state_words;
-  for (uint32_t b = a->lock; b < k->nbuckets; b += k->hdr->nlocks)
-    for (uint32_t idx = b * SW__KT_WAYS; idx < (b + 1) * SW__KT_WAYS; idx++) {
-      uint64_t m = atomic_load(sw__kt_meta_of(k, idx));
-      uint32_t gen = sw__kt_mgen(m), moved = 0;
-      _Atomic uint64_t *w = sw__kt_blocks(k, idx);
-      if (sw__kt_state(m) == SW__KT_BUSY) {
-        atomic_store(sw__kt_meta_of(k, idx), sw__kt_meta(SW__KT_EMPTY, gen, 0));
-        m = sw__kt_meta(SW__KT_EMPTY, gen, 0);
-      }
-      if (sw__kt_state(m) == SW__KT_EMPTY) sw__kt_set_tag(k, idx, 0); /* (again, if killed) */
-      if (sw__kt_state(m) != SW__KT_READY) continue;
-      for (uint32_t i = 0; i < nw; i++)
-        moved += sw__kt_wgen(atomic_load(&w[i])) == ((gen + 1) & SW__KT_GEN_MASK);
-      if (moved == 0) continue;
-      if (moved == nw) {
-        atomic_store(sw__kt_meta_of(k, idx), sw__kt_meta(SW__KT_EMPTY, gen + 1, 0));
-        sw__kt_set_tag(k, idx, 0);
-        atomic_fetch_sub(&k->hdr->keys, 1);
-      } else {
-        for (uint32_t i = 0; i < nw; i++)
-          if (sw__kt_wgen(atomic_load(&w[i])) != gen) atomic_store(&w[i], sw__kt_word(gen, 0, 0));
-      }
-    }
-}
-
-/* Take the locks of q's two buckets, in order. */
-static int sw__kt_lock(sw_keyed *k, const sw__kt_key *q, uint32_t lk[2]) {
-  const uint32_t nl = k->hdr->nlocks;
-  lk[0] = q->b[0] % nl;
-  lk[1] = q->b[1] % nl;
-  if (lk[1] < lk[0]) {
-    uint32_t x = lk[0];
-    lk[0] = lk[1];
-    lk[1] = x;
-  }
-  for (int i = 0; i < 2; i++) {
-    if (i == 1 && lk[1] == lk[0]) break;
-    sw__kt_repair_arg arg = {k, lk[i]};
-    int rc = sw__robust_lock(&k->locks[lk[i]], sw__kt_repair, &arg, "keyed table bucket",
-                             SW__WRITE_LOCK_MS);
-    if (rc < 0) {
-      if (i == 1) pthread_mutex_unlock(&k->locks[lk[0]]);
-      return rc;
-    }
-  }
-  return SW_OK;
-}
-
-static void sw__kt_unlock(sw_keyed *k, const uint32_t lk[2]) {
-  if (lk[1] != lk[0]) pthread_mutex_unlock(&k->locks[lk[1]]);
-  pthread_mutex_unlock(&k->locks[lk[0]]);
-}
-
-int sw__kt_settle(sw_keyed *k, const sw__kt_key *q) {
-  uint32_t lk[2];
-  int rc = sw__kt_lock(k, q, lk);
-  if (rc == SW_OK) sw__kt_unlock(k, lk);
-  return rc;
-}
-
-/* ---------------------------------------------------------------- insert */
-
-/* Write q into slot idx, its state words already at gen and empty (under
- * the lock): BUSY, the key, its tag, then READY. A reject table's key
- * starts with the older windows of t's interval sealed, as its first
- * admission would seal them (no entry can see the words before READY). */
-static void sw__kt_fill(sw_keyed *k, uint32_t idx, uint32_t gen, const sw__kt_key *q, int64_t t) {
-  _Atomic uint64_t *meta = sw__kt_meta_of(k, idx);
-  atomic_store_explicit(meta, sw__kt_meta(SW__KT_BUSY, gen, 0), memory_order_relaxed);
-  atomic_thread_fence(memory_order_release);
-  _Atomic uint64_t *w = sw__kt_key_of(k, idx);
-  for (uint32_t i = 0; i < k->key_words; i++) {
-    atomic_store_explicit(&w[i], i < q->nwords ? q->w[i] : 0, memory_order_relaxed);
-    if (i == 0) SW__KILL_POINT("keyed-fill");
-  }
-  if (k->kind == SW__KT_REJECT) {
-    const uint32_t nw = k->windows;
-    const int64_t wid = sw__kt_wid_of(k, t);
-    _Atomic uint64_t *win = sw__kt_win(k, idx);
-    for (uint32_t back = 1; back < nw && (int64_t)back <= wid; back++) /* none before 0 */
-      atomic_store_explicit(&win[(uint64_t)(wid - back) % nw],
-                            sw__kt_word(gen, wid - (int64_t)back, 0) | SW__KT_SEAL,
-                            memory_order_relaxed);
-  }
-  sw__kt_set_tag(k, idx, q->tags);
-  atomic_store_explicit(meta, sw__kt_meta(SW__KT_READY, gen, q->low), memory_order_release);
-}
-
-/* How many slots of bucket b are EMPTY, and the first (*first): those with
- * a zero tag byte (the tags of a bucket whose lock is held say exactly
- * which slots are EMPTY). */
-static int64_t sw__kt_empties(const sw_keyed *k, uint32_t b, int64_t *first) {
-  const uint64_t low7 = UINT64_C(0x7f7f7f7f7f7f7f7f), ones = UINT64_C(0x0101010101010101);
-  int64_t count = 0;
-  *first = -1;
-  for (uint32_t half = 0; half < 2; half++) {
-    uint64_t x = atomic_load_explicit(&k->tags[b * 2 + half], memory_order_relaxed);
-    uint64_t zero = ~(((x & low7) + low7) | x | low7); /* 0x80 in each zero byte, exactly */
-    if (zero && *first < 0) *first = b * SW__KT_WAYS + half * 8 + __builtin_ctzll(zero) / 8;
-    count += (int64_t)(((zero >> 7) * ones) >> 56);
-  }
-  return count;
-}
-
-int sw__kt_insert(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_ref *ref) {
-  if (k->readonly) return sw__fail(SW_EPERM, "attached read-only: no new keys");
-  uint32_t lk[2];
-  int rc = sw__kt_lock(k, q, lk);
-  if (rc < 0) return rc;
-  if (sw__kt_find(k, q, ref)) { /* inserted meanwhile */
-    sw__kt_unlock(k, lk);
-    return 1;
-  }
-  /* Two choices, as the key was placed: an empty slot of the emptier
-   * bucket; else an idle key's slot in the bucket with more idle keys; else
-   * the key active least recently (an eviction, if the policy allows). */
-  const int nb = q->b[1] == q->b[0] ? 1 : 2;
-  int64_t first[2] = {-1, -1}, count[2] = {0, 0};
-  for (int j = 0; j < nb; j++) count[j] = sw__kt_empties(k, q->b[j], &first[j]);
-  rc = 0;
-  int j = count[1] > count[0];
-  if (count[j] > 0) {
-    uint32_t idx = (uint32_t)first[j];
-    uint64_t m = atomic_load_explicit(sw__kt_meta_of(k, idx), memory_order_relaxed);
-    if (sw__unlikely(sw__kt_state(m) != SW__KT_EMPTY)) { /* a damaged tag: never trusted */
-      sw__kt_unlock(k, lk);
-      return sw__fail(SW_ECORRUPT, "keyed table: slot %u is tagged empty but holds a key", idx);
-    }
-    sw__kt_fill(k, idx, sw__kt_mgen(m), q, t);
-    atomic_fetch_add_explicit(&k->hdr->keys, 1, memory_order_relaxed);
-    *ref = (sw__kt_ref){idx, atomic_load(sw__kt_meta_of(k, idx))};
-    rc = 1;
-  }
-  for (int pass = 0; rc == 0 && pass < 2; pass++) { /* 0: idle keys; 1: eviction */
-    if (pass == 1 && k->hdr->cfg.on_full != SW_FULL_EVICT) break;
-    const int64_t wid = sw__kt_wid_of(k, t);
-    uint64_t oldest = 0;
-    first[0] = first[1] = -1;
-    count[0] = count[1] = 0;
-    for (j = 0; j < nb; j++)
-      for (uint32_t idx = q->b[j] * SW__KT_WAYS; idx < (q->b[j] + 1) * SW__KT_WAYS; idx++) {
-        uint64_t m = atomic_load_explicit(sw__kt_meta_of(k, idx), memory_order_acquire);
-        if (sw__kt_state(m) != SW__KT_READY) continue;
-        if (pass == 0) {
-          if (!sw__kt_idle(k, idx, sw__kt_mgen(m), t)) continue;
-          if (first[j] < 0) first[j] = idx;
-          count[j]++;
-        } else if (k->kind != SW__KT_CONCURRENCY ||
-                   !(atomic_load_explicit(sw__kt_aux(k, idx), memory_order_relaxed) &
-                     SW__KT_VALUE_MASK)) { /* never evict a key with requests in flight */
-          uint64_t age = sw__kt_age(k, idx, wid);
-          if (first[0] < 0 || age > oldest) {
-            first[0] = idx;
-            oldest = age;
-          }
-        }
-      }
-    j = pass == 0 && count[1] > count[0];
-    if (first[j] < 0) continue;
-    const uint32_t idx = (uint32_t)first[j], gen = sw__kt_mgen(atomic_load(sw__kt_meta_of(k, idx)));
-    if (pass == 0) SW__KILL_POINT("keyed-reclaim");
-    if (!sw__kt_move_words(k, idx, gen, t, pass == 0)) continue; /* came back to life */
-    sw__kt_fill(k, idx, gen + 1, q, t);
-    atomic_fetch_add_explicit(pass == 0 ? &k->hdr->reclaimed : &k->hdr->evicted, 1,
-                              memory_order_relaxed);
-    *ref = (sw__kt_ref){idx, atomic_load(sw__kt_meta_of(k, idx))};
-    rc = 1;
-  }
-  if (rc == 1) atomic_fetch_add_explicit(&k->hdr->inserted, 1, memory_order_relaxed);
-  sw__kt_unlock(k, lk);
-  return rc;
-}
 
 /* ------------------------------------------------------------- layout */
 
@@ -376,19 +29,21 @@ static uint32_t sw__kt_kind(const sw__rule *r) {
                                              : SW__KT_REJECT;
 }
 
-static uint32_t sw__kt_state_words_of(const sw__kt_config *c) {
-  return 1 + (sw__kt_kind(&c->rule) != SW__KT_REJECT) + c->windows;
+/* A slot: the meta and the key words, rounded up to 16 bytes, then the
+ * 16-byte state words (keyed.h). */
+static uint32_t sw__kt_state_off(const sw__kt_config *c) {
+  return (uint32_t)sw__round_up(8 + (uint64_t)c->key_bytes, 16);
 }
 
 static uint32_t sw__kt_slot_size(const sw__kt_config *c) {
-  return 8 + c->key_bytes + 8 * sw__kt_state_words_of(c);
+  return sw__kt_state_off(c) + 16 * (c->windows + (sw__kt_kind(&c->rule) != SW__KT_REJECT));
 }
 
 /* Bytes of a table block for a configuration. */
 static uint64_t sw__kt_size(const sw__kt_config *c, uint32_t *nb, uint32_t *nl) {
   *nb = sw__kt_nbuckets(c->capacity);
   *nl = *nb < SW__KT_MAX_LOCKS ? *nb : SW__KT_MAX_LOCKS;
-  uint64_t locks = sw__round_up((uint64_t)*nl * sizeof(pthread_mutex_t), SW_CACHE_LINE);
+  uint64_t locks = sw__round_up((uint64_t)*nl * sizeof(sw__kt_stripe), SW_CACHE_LINE);
   uint64_t tags = sw__round_up((uint64_t)*nb * SW__KT_WAYS, SW_CACHE_LINE);
   uint64_t slots = sw__round_up((uint64_t)*nb * SW__KT_WAYS * sw__kt_slot_size(c), SW_CACHE_LINE);
   return sw__kt_hdr_size() + locks + tags + slots;
@@ -403,11 +58,15 @@ static int sw__kt_rule_check(const sw__rule *r, int64_t interval_ms, uint32_t *k
     return sw__fail(SW_EINVAL, "SW_OPT_BEHAVIOR=%d (%s): warm-up is per resource, not per key "
                     "(use a limiter or a registry)", r->behavior, sw__behavior_names[r->behavior]);
   *kind = sw__kt_kind(r);
-  double per_interval = r->threshold * (double)interval_ms / 1000.0;
-  if (*kind == SW__KT_REJECT && per_interval > (double)SW__KT_COUNT_MAX)
+  /* The most a window can count once admitted: (int)(pass / isec) + n <=
+   * threshold bounds pass + n by threshold + isec (isec <= 1; n = the
+   * threshold) or by threshold * isec + 1 (isec > 1; n = 1). */
+  const double isec = (double)interval_ms / 1000.0;
+  const double most = isec <= 1 ? r->threshold + isec : r->threshold * isec + 1;
+  if (*kind == SW__KT_REJECT && most > (double)SW__KT_COUNT_MAX)
     return sw__fail(SW_ERANGE, "SW_OPT_THRESHOLD=%g: a keyed table counts at most %lld passes "
-                    "per key and interval (%lld ms)", r->threshold,
-                    (long long)SW__KT_COUNT_MAX, (long long)interval_ms);
+                    "per key and window, and this rule over %lld ms could admit %.0f",
+                    r->threshold, (long long)SW__KT_COUNT_MAX, (long long)interval_ms, most);
   if (*kind == SW__KT_CONCURRENCY && r->threshold > 1e12)
     return sw__fail(SW_ERANGE, "SW_OPT_THRESHOLD=%g: at most 1e12 requests in flight per key",
                     r->threshold);
@@ -462,11 +121,11 @@ static int sw__kt_init(void *mem, uint64_t size, const void *config_, bool share
   h->wl = c->interval_ms / c->windows;
   sw__kt_seed(h->seed);
   h->locks_off = sw__kt_hdr_size();
-  h->tags_off = h->locks_off + sw__round_up((uint64_t)nl * sizeof(pthread_mutex_t), SW_CACHE_LINE);
+  h->tags_off = h->locks_off + sw__round_up((uint64_t)nl * sizeof(sw__kt_stripe), SW_CACHE_LINE);
   h->slots_off = h->tags_off + sw__round_up((uint64_t)nb * SW__KT_WAYS, SW_CACHE_LINE);
   int rc = sw__robust_init(&h->rule_lock, shared);
-  pthread_mutex_t *locks = (pthread_mutex_t *)((char *)mem + h->locks_off);
-  for (uint32_t i = 0; rc == SW_OK && i < nl; i++) rc = sw__robust_init(&locks[i], shared);
+  sw__kt_stripe *locks = (sw__kt_stripe *)((char *)mem + h->locks_off);
+  for (uint32_t i = 0; rc == SW_OK && i < nl; i++) rc = sw__robust_init(&locks[i].m, shared);
   if (rc < 0) return rc;
   sw__rule_box_store(&h->rule, &c->rule);
   h->layout_version = SW__KT_LAYOUT_VERSION;
@@ -497,22 +156,23 @@ static int sw__kt_bind(sw_keyed *k, void *mem, uint64_t size) {
       h->total_size != sw__kt_size(c, &nb, &nl) || h->total_size > size || h->nbuckets != nb ||
       h->nlocks != nl || h->slot_size != sw__kt_slot_size(c) ||
       h->wl != c->interval_ms / c->windows || h->locks_off != sw__kt_hdr_size() ||
-      h->tags_off != h->locks_off + sw__round_up((uint64_t)nl * sizeof(pthread_mutex_t),
+      h->tags_off != h->locks_off + sw__round_up((uint64_t)nl * sizeof(sw__kt_stripe),
                                                  SW_CACHE_LINE) ||
       h->slots_off != h->tags_off + sw__round_up((uint64_t)nb * SW__KT_WAYS, SW_CACHE_LINE))
     return sw__fail(SW_ECORRUPT, "keyed table header describes a layout that does not fit "
                     "(%llu of %llu bytes)", (unsigned long long)h->total_size,
                     (unsigned long long)size);
   k->hdr = h;
-  k->locks = (pthread_mutex_t *)((char *)mem + h->locks_off);
+  k->locks = (sw__kt_stripe *)((char *)mem + h->locks_off);
   k->tags = (_Atomic uint64_t *)((char *)mem + h->tags_off);
   k->slots = (unsigned char *)mem + h->slots_off;
   k->nbuckets = nb;
+  k->nlocks = nl;
   k->slot_size = h->slot_size;
   k->key_words = c->key_bytes / 8;
   k->windows = c->windows;
-  k->state_words = sw__kt_state_words_of(c);
-  k->win_word = 1 + k->key_words + k->state_words - k->windows;
+  k->state_off = sw__kt_state_off(c);
+  k->win_off = k->state_off + 16 * (h->kind != SW__KT_REJECT);
   k->unit_interval = c->interval_ms == 1000;
   k->kind = h->kind;
   k->wl = h->wl;
@@ -558,9 +218,10 @@ SW_API int sw_keyed_create(sw_keyed **out, uint32_t capacity, const sw_options *
 }
 
 uint64_t sw__kt_fingerprint(void) {
-  const uint64_t v[] = {sizeof(sw__shm_hdr), sizeof(sw__kt_hdr),      sizeof(sw__kt_config),
-                        sizeof(sw__rule),    sizeof(pthread_mutex_t), sizeof(sw__kt_totals),
-                        SW__KT_WAYS,         SW__KT_LAYOUT_VERSION,   SW_CACHE_LINE};
+  const uint64_t v[] = {sizeof(sw__shm_hdr), sizeof(sw__kt_hdr),   sizeof(sw__kt_config),
+                        sizeof(sw__rule),    sizeof(sw__kt_stripe),  sizeof(sw__kt_totals),
+                        sizeof(sw__kt_w),    SW__KT_WAYS,          SW__KT_LAYOUT_VERSION,
+                        SW_CACHE_LINE};
   return sw__fnv(v, sizeof v, SW__FNV_BASIS);
 }
 
@@ -638,7 +299,7 @@ SW_API void sw_keyed_free(sw_keyed *k) {
     sw__free(k->shm);
   } else {
     pthread_mutex_destroy(&k->hdr->rule_lock);
-    for (uint32_t i = 0; i < k->hdr->nlocks; i++) pthread_mutex_destroy(&k->locks[i]);
+    for (uint32_t i = 0; i < k->nlocks; i++) pthread_mutex_destroy(&k->locks[i].m);
     if (k->heap) munmap(k->hdr, k->hdr->total_size);
     else sw__free(k->hdr);
   }

@@ -28,7 +28,7 @@ local ffi_string, ffi_new, ffi_gc, ffi_istype = ffi.string, ffi.new, ffi.gc, ffi
 local KEY_MAX = 65535          -- key bytes (sw_keyed_entry)
 local CAPACITY_MAX = 2 ^ 28    -- keys at once
 local WINDOWS_MAX = 64         -- windows of a keyed rule's interval
-local COUNT_MAX = 1048575      -- passes per key and interval (a window word's 20 bits)
+local COUNT_MAX = 4294967295   -- passes per key and window (a window word's 32 bits)
 local CONCURRENCY_MAX = 1e12   -- requests in flight per key
 local TOP_MAX = 100000         -- keys of one top()
 local ON_FULL = { evict = 0, open = 1, closed = 2 }
@@ -109,10 +109,13 @@ return function(api, C, h)
           show(interval_ms / 1000)))
       end
     end
-    if r.grade == 1 and r.behavior == 0 and r.threshold * interval_ms / 1000 > COUNT_MAX then
-      return fail(M.ERANGE, ("qps=%s over interval=%s s is %s passes per key: a keyed table "
-        .. "counts at most %d"):format(show(r.threshold), show(interval_ms / 1000),
-        show(r.threshold * interval_ms / 1000), COUNT_MAX))
+    -- the most a window can count once admitted, as libsw/keyed/table.c computes it
+    local isec = interval_ms / 1000
+    local most = isec <= 1 and r.threshold + isec or r.threshold * isec + 1
+    if r.grade == 1 and r.behavior == 0 and most > COUNT_MAX then
+      return fail(M.ERANGE, ("qps=%s over interval=%s s could count %s passes per key in a "
+        .. "window: a keyed table counts at most %d"):format(show(r.threshold), show(isec),
+        show(most), COUNT_MAX))
     end
     if r.grade == 0 and r.threshold > CONCURRENCY_MAX then
       return fail(M.ERANGE, "concurrency=" .. show(r.threshold)
@@ -238,6 +241,7 @@ return function(api, C, h)
     return 1, 0, tonumber(dec.retry_after_ms)
   end
   api.keyed_decide = keyed_decide
+  api.keyed_decision = dec -- keyed_decide()'s, as api.decision
 
   local function keyed_finish(k, t, key, rt_ms, failed)
     local len, err, code = lean_key(k, key)

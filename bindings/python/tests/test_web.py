@@ -53,7 +53,7 @@ def test_rate_strings(text, count, period_ms):
 
 
 @pytest.mark.parametrize("bad", ["0/second", "-5/second", "5/fortnight", "five/second", "5.5/minute",
-                                 "10 per 0 seconds", "5", "", "5/second;5/second", "2000000/second"])
+                                 "10 per 0 seconds", "5", "", "5/second;5/second", "5000000000/second"])
 def test_bad_rates_name_the_value(bad):
     with pytest.raises(ValueError) as e:
         parse_rates(bad)

@@ -268,7 +268,7 @@ class KeyedTable:
     @staticmethod
     def takes(kopts: Any) -> bool:
         """Whether a keyed table takes this rule (warm-up, cluster rules and
-        reject thresholds over 1,048,575 per key and interval it does not)."""
+        reject rules that could count over 4,294,967,295 in a window it does not)."""
         p = ffi.new("sw_keyed **")
         if lib.sw_keyed_create(p, 1, kopts) < 0:
             return False

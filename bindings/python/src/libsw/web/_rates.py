@@ -26,7 +26,7 @@ UNITS = {
 # clock that a keyed table takes (1..64).
 WINDOWS = (1, 2, 4, 5, 8, 10, 20, 25, 40, 50)
 DEFAULT_WINDOWS = 10
-MAX_COUNT = 1_048_575  # a keyed table's window counts 20 bits
+MAX_COUNT = 4_294_967_294  # a keyed table's window counts 32 bits (and one more with a 1 s period)
 _RATE = re.compile(r"^\s*([^\s/]+)\s*(?:/|\s+per\s+)\s*(?:(\d*\.?\d+)\s*)?([a-z]+)\s*$", re.I)
 
 
