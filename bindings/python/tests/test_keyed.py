@@ -208,9 +208,10 @@ def test_keys_is_a_lazy_iterator(clock):
 
 def test_registry_path_for_rules_a_keyed_table_refuses(clock):
     """Warm-up, warm-up + pacing, prioritized entries, more than 64 windows
-    and reject thresholds over 1,048,575 per key keep a registry."""
+    and reject thresholds a key's window cannot count (over 4,294,967,295)
+    keep a registry."""
     for kw in (dict(behavior="warm_up"), dict(behavior="warm_up_pacing"), dict(prioritized=True),
-               dict(windows=100), dict(qps=2e6)):
+               dict(windows=100), dict(qps=5e9)):
         kw = dict(dict(qps=10), **kw)
         lim = libsw.RateLimiter(clock=clock, capacity=4, **kw)
         assert not lim.keyed, kw
@@ -267,7 +268,7 @@ def test_dry_run_and_thresholds(clock):
     clock.advance(1000)
     assert [bool(lim.try_acquire(key="k")) for _ in range(4)] == [True, True, True, False]
     with pytest.raises(ValueError, match="threshold"):
-        lim.set_threshold(2e6)  # over a keyed table's 1,048,575 per key and interval
+        lim.set_threshold(5e9)  # over the 4,294,967,295 a key's window counts
 
 
 def test_decorator_and_context_manager_of_a_key(clock):
