@@ -36,7 +36,7 @@ from ._segment import default_segment, reset_once
 DEFAULT = "default"  # segment=DEFAULT: the documented default name (default_segment)
 # Keys a rule's table holds at once: 6 rules of it fit a 64 MB /dev/shm (Docker's
 # default) with room to spare (docs/web.md, "How much /dev/shm").
-DEFAULT_CAPACITY = 20_000
+DEFAULT_CAPACITY = 15_000
 _BEHAVIORS = ("reject", "pacing")
 _ON_ERROR = ("open", "closed")
 _ON_FULL = ("evict", "open", "closed")
