@@ -633,7 +633,8 @@ ffibuilder.cdef(CDEF + glue_cdef(os.path.join(HERE, "swpy.h")))
 ffibuilder.set_source(
     "libsw._libsw",
     PREAMBLE,
-    sources=[os.path.join(HERE, f) for f in ("swpy.c", "swpy_py.c", "swpy_web.c")] + libsw_sources(SRC_DIR),
+    sources=[os.path.join(HERE, f) for f in ("swpy.c", "swpy_py.c", "swpy_web.c", "swpy_wsgi.c", "swpy_asgi.c")]
+    + libsw_sources(SRC_DIR),
     include_dirs=[GENERATED, SRC_DIR, HERE] + [d for f in OPTIONAL for d in f[0]],
     # swpy.c reads a field of the thread state (the current context), which
     # the limited API hides: the module is built for one CPython version.

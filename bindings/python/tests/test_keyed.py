@@ -499,3 +499,16 @@ def test_names_zero_keeps_the_keys_segment_alone(shm_name, clock):
     assert lim.segment_name == shm_name
     other = libsw.RateLimiter(2, name="only", segment=shm_name, names=0, capacity=8, clock=clock)
     assert [bool(x.try_acquire(key="k")) for x in (lim, other, lim)] == [True, True, False]
+
+
+@pytest.mark.parametrize("clocked", [False, True])
+def test_cancel_of_a_limiters_own_permit(clock, clocked):
+    """Permit.cancel() without a key: sw_limiter_cancel."""
+    lim = libsw.RateLimiter(2, clock=clock if clocked else None)
+    p = lim.try_acquire()
+    try:
+        p.cancel()
+    except libsw.NotSupportedError:
+        pytest.skip("sw_limiter_cancel: SW_ENOTSUP (not built yet)")
+    assert not p.active
+    assert [bool(lim.try_acquire()) for _ in range(3)] == [True, True, False]

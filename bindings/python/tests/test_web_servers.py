@@ -11,7 +11,6 @@ import importlib.util
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest

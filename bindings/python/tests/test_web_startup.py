@@ -16,7 +16,7 @@ import uuid
 import pytest
 
 import libsw
-from libsw.web import Limiter, RateLimitMiddleware, WSGIRateLimitMiddleware, default_segment
+from libsw.web import Limiter, WSGIRateLimitMiddleware, default_segment
 
 
 def hello(environ, start_response):

@@ -114,6 +114,8 @@ class RateLimitMiddleware(Middleware):
         if get is None or plan.needs_response:
             return self._call(scope, receive, send, plan, m[1])
         key = get(scope)
+        if rule.prefix and key.__class__ is str:
+            key = rule.prefix + key
         out = _web_enter(rule, key, plan.rules)  # one rule, one entry, in C
         if out.__class__ is int:
             return self._call(scope, receive, send, plan, m[1], key, out)

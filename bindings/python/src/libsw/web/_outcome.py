@@ -156,17 +156,6 @@ class FullOutcome(Outcome):
             rule.cancel(tok)
 
 
-def fast_outcome(rule: "Rule", tok: int, remaining: int, rules: Sequence["Rule"]) -> Outcome:
-    """The Outcome of a request one rule admitted at once (token tok)."""
-    o = Outcome()
-    o.rule = rule
-    o.remaining = remaining
-    o.rules = rules
-    o._tok = tok
-    o._held = None
-    return o
-
-
 def refusal(r: Any, extra: List[Tuple[str, str]]) -> Tuple[int, List[Tuple[str, str]], bytes]:
     """(status, headers, body) of a refusal: a hook's tuple (headers a dict
     or pairs, body str or bytes), or None for the default 429; extra (the

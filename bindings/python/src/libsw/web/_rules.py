@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from typing import TYPE_CHECKING, Any, Callable, FrozenSet, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, FrozenSet, Optional
 
 from .._errors import error_from_code
 from .._keyed import _kenter, _kenter_at, _release, _release_err  # type: ignore[attr-defined]
@@ -73,7 +73,8 @@ def _arity(fn: Callable[..., Any]) -> int:
 class Rule:
     """A limit's use of a table (see the module's docstring). ``prefix``:
     keys of a table shared by views (``default`` in Flask and Django, a
-    FastAPI dependency) start with the view's name."""
+    FastAPI dependency) start with the view's name: the adapters' fast path
+    adds it to what ``wsgi`` / ``asgi`` read."""
 
     __slots__ = ("table", "rate", "scope", "name", "lim", "site", "custom", "key", "key_name", "methods",
                  "cost", "exempt_when", "exempt_args", "deduct_when", "deduct_args", "prefix", "wsgi", "asgi",
@@ -101,13 +102,14 @@ class Rule:
         self.prefix = prefix
         self.log = log
         self.paced = table.lim.rule()["behavior"] == "pacing"
-        # the adapters' fast path: one unit, every request, a key read from the native request
+        # the adapters' fast path: one unit, every request, a key read from the native request (and
+        # prefixed, for a view's share of a table)
         self.simple = (methods is None and cost == 1 and exempt_when is None and deduct_when is None
-                       and not prefix and not table.custom)
+                       and not table.custom)
         self.wsgi = getattr(key, "wsgi", None) if self.simple else None
         self.asgi = getattr(key, "asgi", None) if self.simple else None
         # the WSGI middleware's path in C: the key is environ[wsgi_env] (a constant: ""), else wsgi_missing
-        self.wsgi_env = getattr(key, "wsgi_env", None) if self.wsgi is not None else None
+        self.wsgi_env = getattr(key, "wsgi_env", None) if self.wsgi is not None and not prefix else None
         self.wsgi_missing = getattr(key, "wsgi_missing", None)
         r = table.rate
         p = r.period_ms

@@ -85,6 +85,8 @@ class WSGIRateLimitMiddleware(Middleware):
         get = rule.wsgi if rule is not None else None
         if get is not None:  # one rule, one entry, in C
             key = get(environ)
+            if rule.prefix and key.__class__ is str:
+                key = rule.prefix + key
             out = _web_enter(rule, key, plan.rules)
             if out.__class__ is int:
                 out = lim.finish_one(rule, key, out, lambda: wsgi_request(environ), plan.rules)

@@ -191,6 +191,8 @@ class RateLimitMiddleware:
         get = rule.wsgi if rule is not None else None
         if get is not None:  # one rule, one entry, in C
             key = get(request.META)
+            if rule.prefix and key.__class__ is str:
+                key = rule.prefix + key
             out = _web_enter(rule, key, plan.rules)
             if out.__class__ is int:
                 out = core.finish_one(rule, key, out, lambda: self._request(request, kwargs), plan.rules)

@@ -7,6 +7,7 @@ same names). Every table is made at start-up (``init_app``, or the
 decorator after it): a bad setting stops the application then."""
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import flask
@@ -14,11 +15,13 @@ import flask
 from ._core import Limiter as _Core
 from ._core import refused_response, validate
 from ._keys import Request, key_function
-from ._outcome import _web_enter, _web_fields, pass_fields  # type: ignore[attr-defined]
+from ._outcome import ResponseInfo, _web_enter, _web_fields, _web_start, pass_fields  # type: ignore[attr-defined]
 from ._routes import Plan
 from ._segment import app_path
 
 __all__ = ["Limiter"]
+
+_partial = functools.partial
 
 Spec = Tuple[str, Any, Any, Dict[str, Any]]  # (scope, rates, key, options)
 
@@ -30,6 +33,32 @@ def _user() -> Optional[str]:
         return str(getattr(u, "id", None) or getattr(u, "username", None) or u)
     auth = flask.request.authorization
     return auth.username if auth is not None and auth.username else None
+
+
+class _Released:
+    """The application's response; its close() (the server's, once the
+    response is sent) ends the request's entry: an error for a 5xx;
+    a limit's deduct_when sees the status and headers (ResponseInfo)."""
+
+    __slots__ = ("result", "environ")
+
+    def __iter__(self) -> Any:
+        return iter(self.result)
+
+    def close(self) -> None:
+        try:
+            close = getattr(self.result, "close", None)
+            if close is not None:
+                close()
+        finally:
+            environ = self.environ
+            out = environ.pop("libsw.outcome", None)
+            st = environ.get("libsw.status")
+            code = int(st[0][:3]) if st else 500
+            if out is not None:
+                plan = environ.get("libsw.plan")
+                out.release(error=code >= 500, response=ResponseInfo(code, list(st[1]) if st else [])
+                            if plan is not None and plan.needs_response else None)
 
 
 class Limiter:
@@ -76,9 +105,29 @@ class Limiter:
         for fn in self._decorated:
             self._make(fn)
         app.before_request(self._before)
-        app.after_request(self._after)
-        app.teardown_request(self._teardown)
         app.extensions["libsw"] = self
+        inner = app.wsgi_app
+
+        def wsgi_app(environ: Any, start_response: Callable[..., Any]) -> Any:
+            """The application, its response's start adding the request's
+            fields (in C: none of werkzeug's Headers), its close ending the
+            request's entry (its response time, a 5xx as an error)."""
+            try:
+                result = inner(environ, _partial(_web_start, start_response, environ))
+            except BaseException:
+                out = environ.pop("libsw.outcome", None)
+                if out is not None:
+                    out.release(error=True)
+                raise
+            out = environ.get("libsw.outcome")
+            if out is None:
+                return result
+            r = _Released()
+            r.result = result
+            r.environ = environ
+            return r
+
+        app.wsgi_app = wsgi_app
 
     # -------------------------------------------------------- decorators
 
@@ -183,49 +232,34 @@ class Limiter:
             plan = self._plans[endpoint, method] = self._plan(endpoint, method)
         if plan is None:
             return None
+        environ = req.environ
         rule = plan.single
         get = rule.wsgi if rule is not None else None
         if get is not None:  # one rule, one entry, in C
-            key = get(req.environ)
+            key = get(environ)
+            if rule.prefix and key.__class__ is str:
+                key = rule.prefix + key
             out = _web_enter(rule, key, plan.rules)
             if out.__class__ is int:
                 out = core.finish_one(rule, key, out, lambda: self._request(req), plan.rules)
         else:
             out = core.enter(self._request(req), plan.rules)
-        flask.g._libsw = (out, plan)
+        environ["libsw.outcome"] = out  # (the request's environ: cheaper than flask.g)
+        environ["libsw.plan"] = plan
+        style = core.style
         if out.allowed:
+            if style and out.rule is not None:  # the fields, added by wsgi_app's start_response
+                fields = _web_fields(out.rule, style, out.remaining, plan.policy_field)
+                if fields is None:  # a custom clock
+                    fields = pass_fields(out.rule, core.headers, max(0, out.remaining or 0), plan.policy)
+                environ["libsw.fields"] = fields
             return None
+        environ["libsw.fields"] = out.headers(core.headers)
         return refused_response(self.response, self._request(req), out, flask.Response)
 
     @staticmethod
     def _request(req: Any) -> Request:
         return Request(req.method, req.path, req.remote_addr, req.headers.get, req.view_args, _user, req)
-
-    def _after(self, response: flask.Response) -> flask.Response:
-        got = getattr(flask.g, "_libsw", None)
-        if got is None or self.core is None:
-            return response
-        out, plan = got
-        flask.g._libsw_response = response
-        style = self.core.style
-        if not out.allowed:
-            fields = out.headers(self.core.headers)
-        elif style and out.rule is not None:
-            fields = _web_fields(out.rule, style, out.remaining, plan.policy_field)
-            if fields is None:  # a custom clock
-                fields = pass_fields(out.rule, self.core.headers, max(0, out.remaining or 0), plan.policy)
-        else:
-            return response
-        have = response.headers
-        for k, v in fields:
-            if k not in have:
-                have[k] = v
-        return response
-
-    def _teardown(self, exc: Optional[BaseException]) -> None:
-        got = flask.g.pop("_libsw", None)
-        if got is not None:
-            got[0].release(error=exc is not None, response=flask.g.pop("_libsw_response", None))
 
     def stats(self, top: int = 0) -> List[Dict[str, Any]]:
         """Every rule's table (see :meth:`libsw.web.Limiter.stats`)."""

@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* libsw.web's ASGI middleware in C (see swpy_web.h): a send that adds the
+ * rate-limit fields to the response's start, and the application's
+ * awaitable ending the request's entry when it is done, so that an
+ * admitted request costs the middleware no coroutine of its own. */
+#include <Python.h>
+#include <string.h>
+#include <strings.h>
+
+#include "swpy_web.h"
+
+
+/* An ASGI send that adds the fields of wire (bytes pairs) the
+ * response's start does not set: a plain callable returning send's
+ * awaitable (no coroutine of its own). */
+typedef struct {
+  PyObject_HEAD PyObject *send;
+  PyObject *wire;
+  vectorcallfunc vectorcall;
+} swpy_asend;
+
+static PyTypeObject *swpy_asend_type;
+static PyObject *swpy_k_type, *swpy_k_headers, *swpy_v_start;
+
+/* Whether a list of (bytes, bytes) pairs sets name (lower-case bytes). */
+static int swpy_sets_raw(PyObject *headers, Py_ssize_t count, PyObject *name) {
+  const char *n = PyBytes_AS_STRING(name);
+  Py_ssize_t nlen = PyBytes_GET_SIZE(name);
+  for (Py_ssize_t i = 0; i < count; i++) {
+    PyObject *h = PyList_GET_ITEM(headers, i), *k;
+    if (!PyTuple_Check(h) || PyTuple_GET_SIZE(h) < 1 || !PyBytes_Check(k = PyTuple_GET_ITEM(h, 0))) continue;
+    if (PyBytes_GET_SIZE(k) == nlen && strncasecmp(PyBytes_AS_STRING(k), n, (size_t)nlen) == 0) return 1;
+  }
+  return 0;
+}
+
+static PyObject *swpy_asend_vcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+  swpy_asend *a = (swpy_asend *)self;
+  if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL) {
+    PyErr_SetString(PyExc_TypeError, "send(message)");
+    return NULL;
+  }
+  PyObject *msg = args[0];
+  PyObject *type = PyDict_Check(msg) ? PyDict_GetItemWithError(msg, swpy_k_type) : NULL;
+  if (type == NULL && PyErr_Occurred()) return NULL;
+  int start = type != NULL && PyUnicode_Check(type) ? PyUnicode_Compare(type, swpy_v_start) == 0 : 0;
+  if (!start || !PyList_Check(a->wire) || PyList_GET_SIZE(a->wire) == 0) return PyObject_CallOneArg(a->send, msg);
+  PyObject *have = PyDict_GetItemWithError(msg, swpy_k_headers);
+  if (have == NULL && PyErr_Occurred()) return NULL;
+  PyObject *headers = have != NULL ? PySequence_List(have) : PyList_New(0);
+  PyObject *copy = headers != NULL ? PyDict_Copy(msg) : NULL;
+  if (copy == NULL) {
+    Py_XDECREF(headers);
+    return NULL;
+  }
+  Py_ssize_t n = PyList_GET_SIZE(headers);
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(a->wire); i++) {
+    PyObject *f = PyList_GET_ITEM(a->wire, i);
+    if (!PyTuple_Check(f) || PyTuple_GET_SIZE(f) != 2 || !PyBytes_Check(PyTuple_GET_ITEM(f, 0))) continue;
+    if (!swpy_sets_raw(headers, n, PyTuple_GET_ITEM(f, 0)) && PyList_Append(headers, f) < 0) goto fail;
+  }
+  if (PyDict_SetItem(copy, swpy_k_headers, headers) < 0) goto fail;
+  Py_DECREF(headers);
+  PyObject *r = PyObject_CallOneArg(a->send, copy);
+  Py_DECREF(copy);
+  return r;
+fail:
+  Py_DECREF(headers);
+  Py_DECREF(copy);
+  return NULL;
+}
+
+static int swpy_asend_traverse(PyObject *self, visitproc visit, void *arg) {
+  Py_VISIT(((swpy_asend *)self)->send);
+  Py_VISIT(((swpy_asend *)self)->wire);
+  Py_VISIT(Py_TYPE(self));
+  return 0;
+}
+
+static int swpy_asend_clear(PyObject *self) {
+  Py_CLEAR(((swpy_asend *)self)->send);
+  Py_CLEAR(((swpy_asend *)self)->wire);
+  return 0;
+}
+
+static void swpy_asend_dealloc(PyObject *self) {
+  PyTypeObject *tp = Py_TYPE(self);
+  PyObject_GC_UnTrack(self);
+  swpy_asend_clear(self);
+  PyObject_GC_Del(self);
+  Py_DECREF(tp);
+}
+
+static PyMemberDef swpy_asend_members[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(swpy_asend, vectorcall), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyType_Slot swpy_asend_slots[] = {
+    {Py_tp_call, (void *)PyVectorcall_Call},
+    {Py_tp_members, (void *)swpy_asend_members},
+    {Py_tp_traverse, (void *)swpy_asend_traverse},
+    {Py_tp_clear, (void *)swpy_asend_clear},
+    {Py_tp_dealloc, (void *)swpy_asend_dealloc},
+    {Py_tp_doc, (void *)"An ASGI send adding libsw.web's rate-limit fields."},
+    {0, NULL},
+};
+
+static PyType_Spec swpy_asend_spec = {"libsw._libsw.AsgiSend", sizeof(swpy_asend), 0,
+                                      Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+                                      swpy_asend_slots};
+
+
+/* The application's awaitable with the request's entry ended when it is
+ * done (returned, raised, or closed unfinished): what a coroutine of the
+ * middleware would do around `await app(...)`, without one. It delegates
+ * send, throw and close to the application's iterator. */
+typedef struct {
+  PyObject_HEAD PyObject *it; /* the application's awaitable's iterator; NULL before the first use */
+  PyObject *aw;               /* the application's awaitable, until then */
+  PyObject *out;              /* the Outcome, until it is released */
+} swpy_await;
+
+static PyTypeObject *swpy_await_type;
+
+/* Release the Outcome once (with an exception: error), keeping the
+ * current exception. */
+static void swpy_await_end(swpy_await *a, int error) {
+  PyObject *out = a->out;
+  if (out == NULL) return;
+  a->out = NULL;
+  PyObject *et, *ev, *tb;
+  PyErr_Fetch(&et, &ev, &tb);
+  if (swpy_outcome_end(out, error) < 0) PyErr_Clear();
+  PyErr_Restore(et, ev, tb);
+  Py_DECREF(out);
+}
+
+static int swpy_await_start(swpy_await *a) {
+  if (a->it != NULL) return 0;
+  if (a->aw == NULL) {
+    PyErr_SetString(PyExc_RuntimeError, "cannot reuse already awaited response");
+    return -1;
+  }
+  PyObject *aw = a->aw;
+  a->aw = NULL;
+  unaryfunc getter = Py_TYPE(aw)->tp_as_async != NULL ? Py_TYPE(aw)->tp_as_async->am_await : NULL;
+  a->it = getter != NULL ? getter(aw) : NULL;
+  if (getter == NULL) PyErr_Format(PyExc_TypeError, "the application returned %.100s, not an awaitable",
+                                   Py_TYPE(aw)->tp_name);
+  Py_DECREF(aw);
+  if (a->it == NULL) swpy_await_end(a, 1);
+  return a->it != NULL ? 0 : -1;
+}
+
+/* StopIteration(value), as a generator's return raises it. */
+static void swpy_stop(PyObject *value) {
+  PyObject *e = PyObject_CallOneArg(PyExc_StopIteration, value);
+  if (e != NULL) {
+    PyErr_SetObject(PyExc_StopIteration, e);
+    Py_DECREF(e);
+  }
+}
+
+static PySendResult swpy_await_send(PyObject *self, PyObject *arg, PyObject **result) {
+  swpy_await *a = (swpy_await *)self;
+  if (swpy_await_start(a) < 0) {
+    *result = NULL;
+    return PYGEN_ERROR;
+  }
+  PySendResult r = PyIter_Send(a->it, arg, result);
+  if (r != PYGEN_NEXT) swpy_await_end(a, r == PYGEN_ERROR);
+  return r;
+}
+
+static PyObject *swpy_await_next(PyObject *self) {
+  PyObject *result;
+  PySendResult r = swpy_await_send(self, Py_None, &result);
+  if (r == PYGEN_NEXT) return result;
+  if (r == PYGEN_RETURN) {
+    if (result != Py_None) swpy_stop(result);
+    Py_DECREF(result);
+  }
+  return NULL;
+}
+
+static PyObject *swpy_await_self(PyObject *self) { return swpy_ref(self); }
+
+/* throw(...) and close(): to the application's iterator; its end ends the entry. */
+static PyObject *swpy_await_delegate(swpy_await *a, const char *name, PyObject *const *args, Py_ssize_t n) {
+  if (a->it == NULL) { /* never started: nothing of the application ran */
+    Py_CLEAR(a->aw);
+    if (strcmp(name, "close") == 0) {
+      swpy_await_end(a, 0);
+      Py_RETURN_NONE;
+    }
+    swpy_await_end(a, 1);
+    if (n >= 1) {
+      PyObject *typ = args[0], *val = n >= 2 ? args[1] : NULL;
+      if (PyExceptionInstance_Check(typ))
+        PyErr_SetObject((PyObject *)Py_TYPE(typ), typ);
+      else
+        PyErr_SetObject(typ, val);
+    }
+    return NULL;
+  }
+  PyObject *m = PyObject_GetAttrString(a->it, name);
+  PyObject *r = m != NULL ? PyObject_Vectorcall(m, args, (size_t)n, NULL) : NULL;
+  Py_XDECREF(m);
+  if (r == NULL) {
+    int done = PyErr_ExceptionMatches(PyExc_StopIteration) || PyErr_ExceptionMatches(PyExc_GeneratorExit);
+    swpy_await_end(a, !done);
+  } else if (strcmp(name, "close") == 0) {
+    swpy_await_end(a, 1); /* closed unfinished: the request did not complete */
+  }
+  return r;
+}
+
+static PyObject *swpy_await_throw(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+  return swpy_await_delegate((swpy_await *)self, "throw", args, n);
+}
+
+static PyObject *swpy_await_close(PyObject *self, PyObject *unused) {
+  (void)unused;
+  return swpy_await_delegate((swpy_await *)self, "close", NULL, 0);
+}
+
+static PyObject *swpy_await_send_m(PyObject *self, PyObject *arg) {
+  PyObject *result;
+  PySendResult r = swpy_await_send(self, arg, &result);
+  if (r == PYGEN_NEXT) return result;
+  if (r == PYGEN_RETURN) {
+    swpy_stop(result);
+    Py_DECREF(result);
+  }
+  return NULL;
+}
+
+static int swpy_await_traverse(PyObject *self, visitproc visit, void *arg) {
+  Py_VISIT(((swpy_await *)self)->it);
+  Py_VISIT(((swpy_await *)self)->aw);
+  Py_VISIT(((swpy_await *)self)->out);
+  Py_VISIT(Py_TYPE(self));
+  return 0;
+}
+
+static int swpy_await_clear(PyObject *self) {
+  Py_CLEAR(((swpy_await *)self)->it);
+  Py_CLEAR(((swpy_await *)self)->aw);
+  Py_CLEAR(((swpy_await *)self)->out);
+  return 0;
+}
+
+static void swpy_await_dealloc(PyObject *self) {
+  PyTypeObject *tp = Py_TYPE(self);
+  PyObject_GC_UnTrack(self);
+  swpy_await_end((swpy_await *)self, 1); /* never awaited to its end */
+  swpy_await_clear(self);
+  PyObject_GC_Del(self);
+  Py_DECREF(tp);
+}
+
+static PyMethodDef swpy_await_methods[] = {
+    {"send", swpy_await_send_m, METH_O, "send(value)\n--\n\nTo the application's awaitable."},
+    {"throw", (PyCFunction)(void (*)(void))swpy_await_throw, METH_FASTCALL,
+     "throw(...)\n--\n\nTo the application's awaitable."},
+    {"close", swpy_await_close, METH_NOARGS, "close()\n--\n\nTo the application's awaitable."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot swpy_await_slots[] = {
+    {Py_am_await, (void *)swpy_await_self},
+    {Py_am_send, (void *)swpy_await_send},
+    {Py_tp_iter, (void *)swpy_await_self},
+    {Py_tp_iternext, (void *)swpy_await_next},
+    {Py_tp_methods, (void *)swpy_await_methods},
+    {Py_tp_traverse, (void *)swpy_await_traverse},
+    {Py_tp_clear, (void *)swpy_await_clear},
+    {Py_tp_dealloc, (void *)swpy_await_dealloc},
+    {Py_tp_doc, (void *)"The application's awaitable, ending the request's entry when done (libsw.web)."},
+    {0, NULL},
+};
+
+static PyType_Spec swpy_await_spec = {"libsw._libsw.AsgiCall", sizeof(swpy_await), 0,
+                                      Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, swpy_await_slots};
+
+/* _asgi_call(awaitable, outcome): awaitable, ending outcome's entry when done. */
+PyObject *swpy_f_asgi_call(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+  (void)mod;
+  if (nargs != 2) {
+    PyErr_SetString(PyExc_TypeError, "_asgi_call(awaitable, outcome)");
+    return NULL;
+  }
+  swpy_await *a = PyObject_GC_New(swpy_await, swpy_await_type);
+  if (a == NULL) return NULL;
+  a->it = NULL;
+  a->aw = swpy_ref(args[0]);
+  a->out = swpy_ref(args[1]);
+  PyObject_GC_Track(a);
+  return (PyObject *)a;
+}
+
+/* _asgi_send(send, wire): send adding wire's fields to the response's start. */
+PyObject *swpy_f_asgi_send(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+  (void)mod;
+  if (nargs != 2) {
+    PyErr_SetString(PyExc_TypeError, "_asgi_send(send, wire)");
+    return NULL;
+  }
+  swpy_asend *a = PyObject_GC_New(swpy_asend, swpy_asend_type);
+  if (a == NULL) return NULL;
+  a->send = swpy_ref(args[0]);
+  a->wire = swpy_ref(args[1]);
+  a->vectorcall = swpy_asend_vcall;
+  PyObject_GC_Track(a);
+  return (PyObject *)a;
+}
+
+int swpy_asgi_init(void) {
+  if (swpy_asend_type != NULL) return 0;
+  if (!(swpy_k_type = PyUnicode_InternFromString("type")) ||
+      !(swpy_k_headers = PyUnicode_InternFromString("headers")) ||
+      !(swpy_v_start = PyUnicode_InternFromString("http.response.start")) ||
+      !(swpy_await_type = (PyTypeObject *)PyType_FromSpec(&swpy_await_spec)) ||
+      !(swpy_asend_type = (PyTypeObject *)PyType_FromSpec(&swpy_asend_spec)))
+    return -1;
+  return 0;
+}
