@@ -412,21 +412,6 @@ static int swpy_set_functions(const char *mod, PyMethodDef *defs) {
   return rc;
 }
 
-/* Give the permit classes (Permit and its subclasses made so far) the
- * finalizer: 0 or -1. */
-static int swpy_set_finalizer(PyObject *cls) {
-  PyTypeObject *tp = (PyTypeObject *)cls;
-  tp->tp_finalize = swpy_permit_finalize;
-  PyType_Modified(tp);
-  PyObject *subs = PyObject_CallMethod(cls, "__subclasses__", NULL);
-  if (subs == NULL) return -1;
-  int rc = 0;
-  for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(subs); i++)
-    rc = swpy_set_finalizer(PyList_GET_ITEM(subs, i));
-  Py_DECREF(subs);
-  return rc;
-}
-
 /* The class name of module libsw.<mod>: a new reference, or NULL. */
 static PyObject *swpy_class(const char *mod, const char *name) {
   PyObject *m = PyImport_ImportModule(mod), *c;
@@ -478,7 +463,7 @@ int swpy_install(void) {
   Py_XSETREF(swpy_permit_type, (PyTypeObject *)swpy_ref(permit));
   Py_XSETREF(swpy_kpermit_type, (PyTypeObject *)swpy_ref(kpermit));
   if (swpy_set_methods(lim, swpy_methods) < 0 || swpy_set_methods(permit, swpy_permit_methods) < 0 ||
-      swpy_set_finalizer(permit) < 0 ||
+      swpy_set_finalizer(permit, swpy_permit_finalize) < 0 ||
       swpy_set_functions("libsw._limiter", swpy_functions) < 0 ||
       swpy_set_functions("libsw._keyed", swpy_kfunctions) < 0)
     goto out;

@@ -79,4 +79,19 @@ static inline int64_t swpy_int_arg(PyObject *o) {
   return v == -1 && PyErr_Occurred() ? INT64_MIN : v;
 }
 
+/* Give a class and its subclasses made so far the finalizer fn (a record
+ * of an entry a dropped object held goes back): 0 or -1. */
+static inline int swpy_set_finalizer(PyObject *cls, destructor fn) {
+  PyTypeObject *tp = (PyTypeObject *)cls;
+  tp->tp_finalize = fn;
+  PyType_Modified(tp);
+  PyObject *subs = PyObject_CallMethod(cls, "__subclasses__", NULL);
+  if (subs == NULL) return -1;
+  int rc = 0;
+  for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(subs); i++)
+    rc = swpy_set_finalizer(PyList_GET_ITEM(subs, i), fn);
+  Py_DECREF(subs);
+  return rc;
+}
+
 #endif

@@ -255,18 +255,6 @@ static PyMethodDef swpy_outcome_release_def = {
     "release($self, /, error=False, response=None)\n--\n\nEnd the request's entries (once; later "
     "calls do nothing): response times and successes, an exception with error=True."};
 
-static int swpy_web_finalizer(PyObject *cls) {
-  PyTypeObject *tp = (PyTypeObject *)cls;
-  tp->tp_finalize = swpy_outcome_finalize;
-  PyType_Modified(tp);
-  PyObject *subs = PyObject_CallMethod(cls, "__subclasses__", NULL);
-  if (subs == NULL) return -1;
-  int rc = 0;
-  for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(subs); i++)
-    rc = swpy_web_finalizer(PyList_GET_ITEM(subs, i));
-  Py_DECREF(subs);
-  return rc;
-}
 
 int swpy_web_install(void) {
   PyGILState_STATE g = PyGILState_Ensure();
@@ -299,7 +287,7 @@ int swpy_web_install(void) {
   if (swpy_asgi_init() < 0) goto out;
   Py_XSETREF(swpy_outcome_type, (PyTypeObject *)swpy_ref(outcome));
   if (!(d = PyDescr_NewMethod((PyTypeObject *)outcome, &swpy_outcome_release_def)) ||
-      PyObject_SetAttrString(outcome, "release", d) < 0 || swpy_web_finalizer(outcome) < 0)
+      PyObject_SetAttrString(outcome, "release", d) < 0 || swpy_set_finalizer(outcome, swpy_outcome_finalize) < 0)
     goto out;
   for (PyMethodDef *m = swpy_web_functions; m->ml_name != NULL; m++) {
     PyObject *f = PyCFunction_NewEx(m, NULL, NULL);

@@ -251,3 +251,28 @@ def test_django_scope_shares_a_limit_between_views():
     p = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout.splitlines() == ["[200, 200, 200, 429]", "[200, 200, 200, 429]"]
+
+
+@needs_cancel
+def test_flask_deduct_when_and_the_entry_ended_when_flask_is_done():
+    flask = pytest.importorskip("flask")
+    from libsw.web.flask import Limiter as FlaskLimiter
+
+    app = flask.Flask("deduct_app")
+    limiter = FlaskLimiter(app, segment=None, default="100/minute")
+
+    @app.route("/login", methods=["POST"])
+    @limiter.limit("2/minute", deduct_when=lambda response: response.status_code == 401)
+    def login():
+        return ("in", 200) if flask.request.headers.get("X-Password") == "right" else ("no", 401)
+
+    @app.route("/")
+    def index():
+        return "hello"
+
+    c = app.test_client()
+    assert [c.post("/login", headers={"X-Password": "right"}).status_code for _ in range(4)] == [200] * 4
+    assert [c.post("/login", headers={"X-Password": "wrong"}).status_code for _ in range(3)] == [401, 401, 429]
+    c.get("/")   # the response never read nor closed: the entry ends when Flask is done with the request
+    (default,) = [t for t in limiter.core.tables if t.scope == "default"]
+    assert default.lim.keyed_stats().success == 1

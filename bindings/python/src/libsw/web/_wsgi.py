@@ -25,11 +25,14 @@ def wsgi_request(environ: Mapping[str, Any], params: Optional[Mapping[str, str]]
 
 
 class _Released:
-    """The application's response iterable; the entry is released when the
-    server closes it (the response is sent), recording its response time.
-    (Made without __init__: its slots are set by the middleware.)"""
+    """The application's response; its close() (the server's, once the
+    response is sent) ends the request's entry (environ["libsw.outcome"]):
+    its response time, an error for a 5xx; a limit's deduct_when sees the
+    status and headers (ResponseInfo) that _web_start kept in the environ.
+    Made without __init__: the WSGI middleware and the Flask extension set
+    its slots."""
 
-    __slots__ = ("result", "out", "status")
+    __slots__ = ("result", "environ")
 
     def __iter__(self) -> Iterator[bytes]:
         return iter(self.result)
@@ -40,11 +43,28 @@ class _Released:
             if close is not None:
                 close()
         finally:
-            st = self.status
-            if st is None:
-                self.out.release()
-            else:  # a limit's deduct_when reads the response
-                self.out.release(response=ResponseInfo(int(st[0][:3]), st[1]) if st else None)
+            end_request(self.environ)
+
+
+def released(environ: Any, result: Iterable[bytes]) -> _Released:
+    r = _Released()
+    r.result = result
+    r.environ = environ
+    return r
+
+
+def end_request(environ: Mapping[str, Any]) -> None:
+    """End the entry of the request of environ (its "libsw.outcome"; once):
+    its response time, an error for a 5xx; a limit's deduct_when sees the
+    status and headers _web_start kept ("libsw.status")."""
+    out = environ.get("libsw.outcome")
+    if out is None:
+        return
+    st = environ.get("libsw.status")
+    code = int(st[0][:3]) if st else 500
+    plan = environ.get("libsw.plan")
+    out.release(error=code >= 500, response=ResponseInfo(code, list(st[1]) if st else [])
+                if plan is not None and plan.needs_response else None)
 
 
 class WSGIRateLimitMiddleware(Middleware):
@@ -102,34 +122,22 @@ class WSGIRateLimitMiddleware(Middleware):
 
     def _respond(self, environ: Any, start_response: Callable[..., Any], plan: Plan, out: Outcome) -> Iterable[bytes]:
         environ["libsw.outcome"] = out
+        environ["libsw.plan"] = plan
         if not out.allowed:
             return self._refused(environ, start_response, out)
         lim = self.limiter
         style = lim.style
-        start = start_response
-        if style and out.rule is not None:
+        if style and out.rule is not None:  # the fields, added by _web_start as the response starts
             extra = _web_fields(out.rule, style, out.remaining, plan.policy_field)
             if extra is None:  # a custom clock
                 extra = pass_fields(out.rule, lim.headers, max(0, out.remaining or 0), plan.policy)
-            start = _partial(_web_start, start_response, extra)
-        status: Optional[List[Any]] = None
-        if plan.needs_response:
-            status = []
-            inner = start
-
-            def start(st: str, headers: List[Tuple[str, str]], exc_info: Any = None) -> Any:
-                status[:] = [st, headers]  # type: ignore[index]
-                return inner(st, headers, exc_info)
+            environ["libsw.fields"] = extra
         try:
-            result = self.app(environ, start)
+            result = self.app(environ, _partial(_web_start, start_response, environ))
         except BaseException:
             out.release(error=True)
             raise
-        r = _Released()
-        r.result = result
-        r.out = out
-        r.status = status
-        return r
+        return released(environ, result)
 
     def _refused(self, environ: Any, start_response: Callable[..., Any], out: Outcome) -> Iterable[bytes]:
         extra = out.headers(self.limiter.headers)

@@ -15,9 +15,10 @@ import flask
 from ._core import Limiter as _Core
 from ._core import refused_response, validate
 from ._keys import Request, key_function
-from ._outcome import ResponseInfo, _web_enter, _web_fields, _web_start, pass_fields  # type: ignore[attr-defined]
+from ._outcome import _web_enter, _web_fields, _web_start, pass_fields  # type: ignore[attr-defined]
 from ._routes import Plan
 from ._segment import app_path
+from ._wsgi import end_request
 
 __all__ = ["Limiter"]
 
@@ -33,32 +34,6 @@ def _user() -> Optional[str]:
         return str(getattr(u, "id", None) or getattr(u, "username", None) or u)
     auth = flask.request.authorization
     return auth.username if auth is not None and auth.username else None
-
-
-class _Released:
-    """The application's response; its close() (the server's, once the
-    response is sent) ends the request's entry: an error for a 5xx;
-    a limit's deduct_when sees the status and headers (ResponseInfo)."""
-
-    __slots__ = ("result", "environ")
-
-    def __iter__(self) -> Any:
-        return iter(self.result)
-
-    def close(self) -> None:
-        try:
-            close = getattr(self.result, "close", None)
-            if close is not None:
-                close()
-        finally:
-            environ = self.environ
-            out = environ.pop("libsw.outcome", None)
-            st = environ.get("libsw.status")
-            code = int(st[0][:3]) if st else 500
-            if out is not None:
-                plan = environ.get("libsw.plan")
-                out.release(error=code >= 500, response=ResponseInfo(code, list(st[1]) if st else [])
-                            if plan is not None and plan.needs_response else None)
 
 
 class Limiter:
@@ -110,22 +85,18 @@ class Limiter:
 
         def wsgi_app(environ: Any, start_response: Callable[..., Any]) -> Any:
             """The application, its response's start adding the request's
-            fields (in C: none of werkzeug's Headers), its close ending the
-            request's entry (its response time, a 5xx as an error)."""
+            fields (in C: none of werkzeug's Headers); the request's entry
+            ended when Flask is done with it, as its teardown would (its
+            response time, a 5xx as an error)."""
             try:
                 result = inner(environ, _partial(_web_start, start_response, environ))
             except BaseException:
-                out = environ.pop("libsw.outcome", None)
+                out = environ.get("libsw.outcome")
                 if out is not None:
                     out.release(error=True)
                 raise
-            out = environ.get("libsw.outcome")
-            if out is None:
-                return result
-            r = _Released()
-            r.result = result
-            r.environ = environ
-            return r
+            end_request(environ)
+            return result
 
         app.wsgi_app = wsgi_app
 
