@@ -53,7 +53,7 @@ def test_new_keys_entered_by_several_processes_at_once_never_admit_more_than_the
         ps = [subprocess.Popen([sys.executable, str(script), seg, str(rounds), str(keys), "8", str(start)],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(procs)]
         outs = [p.communicate(timeout=300) for p in ps]
-        assert all(p.returncode == 0 for p in ps), [e[-2000:] for _, e in outs]
+        assert all(p.returncode == 0 for p in ps), [(p.returncode, e[-2000:]) for p, (_, e) in zip(ps, outs)]
         per = [json.loads(o) for o, _ in outs]
         over = []
         for r in range(rounds):

@@ -257,7 +257,7 @@ def test_reset_once_under_four_gunicorn_workers(tmp_path):
         assert sorted(statuses(got)) == [200] * 5 + [429] * 15
     finally:
         s.stop()
-        libsw.unlink_segment(s.segment)
+        libsw.unlink_segment(s.segment)   # (its reset mark too)
 
 
 TINY_APP = """

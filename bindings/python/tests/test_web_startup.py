@@ -164,8 +164,7 @@ def test_reset_is_once_per_deployment_not_once_per_worker(tmp_path):
         assert deploys == [["3", "2", "0", "0"]] * 2, deploys
     finally:
         libsw.unlink_segment(seg)
-        if os.path.exists("/dev/shm/%s.reset" % seg):
-            os.unlink("/dev/shm/%s.reset" % seg)
+        assert not os.path.exists("/dev/shm/%s.reset" % seg)   # the mark goes with the segment
 
 
 def test_reset_with_a_deployment_id(folder):

@@ -20,6 +20,7 @@ See docs/python.md in the libsw repository.
 """
 from __future__ import annotations
 
+import os
 from typing import Union
 
 from ._breaker import BreakerStats, CircuitBreaker, CircuitOpenError
@@ -54,13 +55,19 @@ version_info = (lib.SW_VERSION_MAJOR, lib.SW_VERSION_MINOR, lib.SW_VERSION_PATCH
 
 def unlink_segment(name: Union[str, bytes]) -> None:
     """Remove a shared segment's name, and those of its limiters' keyed
-    tables (``"<name>.keys.<limiter name>"``). Processes attached keep their
-    mapping; the next open creates a new segment. A missing segment is not
-    an error."""
+    tables (``"<name>.keys.<limiter name>"``) and libsw.web's mark of its
+    last reset (``"<name>.reset"``). Processes attached keep their mapping;
+    the next open creates a new segment. A missing segment is not an
+    error."""
     seg = to_bytes_name(name, "segment")
     check(lib.sw_segment_unlink(seg), "unlink_segment")
     for keys in keys_segments(seg):
         check(lib.sw_segment_unlink(keys), "unlink_segment")
+    mark = seg + b".reset" if b"/" in seg else b"/dev/shm/" + seg + b".reset"
+    try:
+        os.unlink(mark)
+    except FileNotFoundError:
+        pass
 
 
 

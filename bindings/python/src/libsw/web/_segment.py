@@ -26,7 +26,9 @@ import re
 import sys
 from typing import Any, List, Optional
 
-from .. import unlink_segment
+from .._errors import check
+from .._keyed import keys_segments
+from .._libsw import lib
 
 _NAME_MAX = 40  # a segment name leaving room for ".keys.<rule>" in 63 bytes
 
@@ -136,8 +138,10 @@ def reset_once(segment: str, reset: Any) -> bool:
         seen = os.pread(fd, 4096, 0).decode("utf-8", "replace")
         if seen == ident:
             return False
-        for name in segments_of(segment):
-            unlink_segment(name)
+        for name in segments_of(segment):  # (not libsw.unlink_segment: it removes this mark too)
+            seg = name.encode("utf-8", "surrogateescape")
+            for n in [seg] + keys_segments(seg):
+                check(lib.sw_segment_unlink(n), "reset %s" % segment)
         os.ftruncate(fd, 0)
         os.pwrite(fd, ident.encode(), 0)
         return True
