@@ -8,6 +8,7 @@
  * have come back to the same value). After each: nothing hangs, every key
  * holds exactly its own counts and no other's, the table's key count is the
  * number of places holding keys, and no place is lost. */
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <sys/wait.h>
@@ -310,6 +311,50 @@ START_TEST(test_cancel_killed_and_stopped) {
 }
 END_TEST
 
+/* Two processes enter one new key at once: one inserts it (stopped here
+ * inside the bucket's lock), the other finds it under the lock when it
+ * gets it and counts in it — one insert, both passes, in one place. */
+typedef struct entry_arg {
+  sw_keyed *k;
+  int rc;
+  sw_decision d;
+} entry_arg;
+
+static void *enter_newcomer(void *arg) {
+  entry_arg *a = arg;
+  a->rc = sw_keyed_entry_at(a->k, T_NEW, "newcomer", 8, 1, 0, &a->d);
+  return NULL;
+}
+
+START_TEST(test_same_new_key_twice) {
+  const scenario *sc = &scenarios[0]; /* reject, an empty place */
+  char name[64];
+  shm_name(name, sizeof name, "ktwice");
+  sw_keyed *k = prepare(name, sc);
+  pid_t pid = spawn_victim(name, T_NEW, "keyed-busy:1:stop");
+  int st;
+  ck_assert_int_eq(waitpid(pid, &st, WUNTRACED), pid);
+  ck_assert(WIFSTOPPED(st));
+  entry_arg a = {.k = k};
+  pthread_t tid;
+  ck_assert_int_eq(pthread_create(&tid, NULL, enter_newcomer, &a), 0);
+  struct timespec ts = {0, 200 * 1000000L}; /* it waits for the bucket's lock */
+  nanosleep(&ts, NULL);
+  kill(pid, SIGCONT);
+  ck_assert_int_eq(wait_child(pid), 0);
+  pthread_join(tid, NULL);
+  ck_assert_int_eq(a.rc, SW_OK);
+  ck_assert_int_eq(a.d.verdict, SW_VERDICT_PASS);
+  ck_assert_int_eq(kt_pass(k, T_NEW, "newcomer"), 2);
+  sw_keyed_info in;
+  ck_ok(sw_keyed_stats(k, &in));
+  ck_assert_int_eq(in.inserted, 8 + 1); /* the 8 old keys and the newcomer, once */
+  ck_assert_int_eq(in.keys, 9);
+  sw_keyed_free(k);
+  ck_ok(sw_segment_unlink(name));
+}
+END_TEST
+
 /* An entry stopped between reading its key's words and its CAS, while its
  * place changes hands 102,400 times (each time a new key whose entry is
  * blocked, so its window words look as the stopped entry saw its own):
@@ -381,6 +426,7 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, test_repairer_killed);
   tcase_add_test(tc, test_eviction_meets_an_entry);
   tcase_add_test(tc, test_cancel_killed_and_stopped);
+  tcase_add_test(tc, test_same_new_key_twice);
   tcase_add_loop_test(tc, test_entry_stopped_across_reuses, 0, 2);
   suite_add_tcase(s, tc);
   int rc = sw_test_run(s);
