@@ -71,7 +71,9 @@ for what, text in (("sdist PKG-INFO", pkg_info), ("wheel METADATA", metadata)):
         "URLs (Homepage, Documentation, Source, Issues)":
             all(urls.get(k, "").startswith("https://") for k in ("Homepage", "Documentation", "Source", "Issues")),
         "Requires-Python": bool(m["Requires-Python"]),
-        "Requires-Dist cffi": any(r.startswith("cffi") for r in m.get_all("Requires-Dist") or []),
+        # (setuptools writes an sdist's requirements in its egg-info, not in PKG-INFO)
+        "Requires-Dist cffi": what.startswith("sdist") or
+            any(r.startswith("cffi") for r in m.get_all("Requires-Dist") or []),
         "a description (README.md)": len(m.get_payload() or "") > 200,
     }
     problems += ["%s: %s" % (what, k) for k, ok in want.items() if not ok]

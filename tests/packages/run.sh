@@ -40,18 +40,22 @@ if [ ! -e /usr/sbin/policy-rc.d ]; then
   chmod 755 /usr/sbin/policy-rc.d
   made_policy=1
 fi
-to_purge=""   # what this test installed, while it is
+ours=""   # set while the packages this test installed may be installed
 cleanup() {
-  if [ -n "$to_purge" ]; then
-    echo "tests/packages/run.sh: purging what it installed:" $to_purge >&2
-    # shellcheck disable=SC2086
-    sw_apt_get purge -y $to_purge >/dev/null 2>&1 || true
+  if [ -n "$ours" ] && [ -n "$(installed)" ]; then
+    echo "tests/packages/run.sh: purging what it installed:" $(installed) >&2
+    # shellcheck disable=SC2046
+    sw_apt_get purge -y $(installed) >/dev/null 2>&1 || true
     [ -z "$before" ] || echo "tests/packages/run.sh: installed before the test and not again: $before" >&2
   fi
   [ -z "$made_policy" ] || rm -f /usr/sbin/policy-rc.d
   rm -rf "$work"
 }
 trap cleanup EXIT
+# what the test runs (the build dependencies come from README.md's block)
+# and what debian/tests needs, installed here rather than by autopkgtest
+sw_need git dpkg-dev lintian autopkgtest luarocks curl gcc libc6-dev pkgconf luajit2 nginx-core \
+  libnginx-mod-http-lua lua-resty-core
 # apt-get as the README's reader runs it, answering yes
 cat > "$work/apt.conf" <<'EOF'
 APT::Get::Assume-Yes "true";
@@ -96,7 +100,7 @@ printf '%s\n' "$block" | sed 's/^/    /'
 sw_apt_get update -qq
 # the nginx module's package, once the module is in the tree
 if [ -f bindings/nginx/config ]; then export DEB_BUILD_PROFILES=pkg.libsw.nginx; fi
-to_purge=$PKGS
+ours=1
 (cd "$src" && DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" sh -e -c "$block") > "$work/build.log" 2>&1 ||
   { tail -n 60 "$work/build.log"; fail "README.md's block failed (log above)"; }
 grep -E "^dpkg-deb: building package" "$work/build.log" | sed "s|'\.\./|'|"
@@ -135,7 +139,7 @@ sh tools/check-versions.sh "$work"/src/*.deb
 step "apt-get purge"
 # shellcheck disable=SC2086
 sw_apt_get purge $now > "$work/purge.log" 2>&1 || { cat "$work/purge.log"; fail "apt-get purge failed"; }
-to_purge=""
+ours=""
 [ -z "$(installed)" ] || fail "still installed after the purge: $(installed)"
 left=$(while read -r f; do
   [ -d "$f" ] || [ ! -e "$f" ] || echo "$f"
