@@ -121,6 +121,11 @@ echo "case=existing-key instructions_per_entry=$(irs_fn "$b/bench/bench_keyed" e
 echo "case=new-key instructions_per_entry=$(irs_fn "$b/bench/bench_keyed" new 1 1 $N)"
 echo "# keyed table: resident memory after N distinct keys in a table of 1,000,000"
 for keys in 10000 100000 1000000; do "$b/bench/bench_keyed" memory "$keys"; done
+echo "# keyed table in a shared segment: /dev/shm it holds (reserved) and pages touched, against keys seen"
+make -C "$b" -s bench/bench_memory bench/bench_rules >/dev/null
+"$b/bench/bench_memory" 100000
+echo "# rules as data: CPU time of sw_rules_parse for a list of N rules"
+for n in 10000 100000; do "$b/bench/bench_rules" parse "$n"; done
 # cluster
 if command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1; then
   make -C "$b" -s bench/bench_cluster >/dev/null

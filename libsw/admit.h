@@ -147,17 +147,4 @@ static inline __attribute__((always_inline)) int sw__admit_fast(sw_metric *m, in
 #undef SW__OVER
 }
 
-/* Admission of n at t (see sw__admit_general): the fast path, or the
- * general one from any state. */
-static inline __attribute__((always_inline)) int sw__metric_admit(sw_metric *m, int64_t t,
-                                                                  int64_t n, double limit,
-                                                                  bool strict,
-                                                                  sw__admit_view *view) {
-  int rc = strict ? sw__admit_fast(m, t, n, limit, true, false, 0, view)
-                  : sw__admit_fast(m, t, n, limit, false, false, 0, view);
-  if (sw__likely(rc >= 0)) return rc;
-  view->nwin = 0;
-  return sw__admit_general(m, t, n, limit, strict, &view->pass);
-}
-
 #endif /* SW_ADMIT_H */

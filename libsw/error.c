@@ -6,7 +6,7 @@
 
 #include "internal.h"
 
-static __thread char sw__errbuf[256];
+static __thread char sw__errbuf[1024]; /* room for a path and what to do */
 static __thread int sw__errcode;
 
 int sw__fail(int err, const char *fmt, ...) {

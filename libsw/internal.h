@@ -39,6 +39,10 @@ int sw__alloc_pair(void **handle, size_t handle_size, void **block, uint64_t blo
 int sw__robust_init(pthread_mutex_t *m, bool process_shared);
 int sw__robust_lock(pthread_mutex_t *m, void (*repair)(void *), void *arg, const char *what,
                     int timeout_ms);
+/* SW_ECORRUPT (naming what) when m's kind is not one sw__robust_init makes:
+ * a damaged kind makes glibc assert or fault. sw__robust_lock checks it;
+ * a caller that locks a shared mutex otherwise (trylock) checks it first. */
+int sw__robust_check(const pthread_mutex_t *m, const char *what);
 
 /* A kill point of the crash tests (kill_point.c): SIGKILL here when the
  * environment's SW_TEST_KILL_AT names it. Rare paths only. */

@@ -116,6 +116,29 @@ int sw__la_block_init(sw__la_block *blk, const sw_bucket_type *type, int32_t sam
   return SW_OK;
 }
 
+/* Every slot's window starts (either body may become the active one) are
+ * window starts: >= 0 and whole windows, so that no arithmetic on them
+ * overflows; its seq is far from the top of its range. (The header has
+ * been checked: the slots lie inside the block.) */
+static int sw__la_check_slots(const sw__la_block *blk) {
+  const unsigned char *slots = (const unsigned char *)blk + blk->slots_offset;
+  for (int32_t i = 0; i < blk->sample_count; i++) {
+    sw__la_slot *s = (sw__la_slot *)(slots + (uint64_t)i * blk->slot_stride);
+    uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
+    for (int b = 0; b < 2; b++) {
+      int64_t start = atomic_load_explicit(&s->start[b], memory_order_relaxed);
+      if (start < 0 || start % blk->window_length_ms != 0)
+        return sw__fail(SW_ECORRUPT, "leap array slot %d holds window start %lld, not a "
+                        "multiple of %lld ms", i, (long long)start,
+                        (long long)blk->window_length_ms);
+    }
+    if (seq >= UINT64_C(1) << 62)
+      return sw__fail(SW_ECORRUPT, "leap array slot %d has sequence %llu", i,
+                      (unsigned long long)seq);
+  }
+  return SW_OK;
+}
+
 int sw__la_check(const sw__la_block *blk, const sw_bucket_type *type, int32_t sample_count,
                  int64_t interval_ms) {
   const uint32_t bucket_size = type->bucket_size;
@@ -138,7 +161,7 @@ int sw__la_check(const sw__la_block *blk, const sw_bucket_type *type, int32_t sa
   if (blk->type_id != sw__type_id(type))
     return sw__fail(SW_ETYPE, "the leap array was laid out for another bucket type than %s",
                     type->name);
-  return SW_OK;
+  return sw__la_check_slots(blk);
 }
 
 int sw__la_bind(sw_leap_array *la, sw__la_block *blk, const sw_bucket_type *type, void *ctx) {

@@ -108,8 +108,12 @@ static inline void *sw__la_body(const sw_leap_array *la, sw__la_slot *s, unsigne
   return (unsigned char *)s + la->body_off[b];
 }
 
-/* True once a reader that loaded seq1 may be looking at a rewritten body. */
-static inline bool sw__la_torn(uint64_t seq1, uint64_t seq2) { return seq2 >= (seq1 | 1) + 2; }
+/* True once a reader that loaded seq1 may be looking at a rewritten body:
+ * seq moved on by two or more. Compared modulo 2^64, so that a damaged seq
+ * near the top of the range reads as it is instead of torn for ever. */
+static inline bool sw__la_torn(uint64_t seq1, uint64_t seq2) {
+  return seq2 - (seq1 | 1) - 2 < (UINT64_C(1) << 62);
+}
 
 /* Snapshot of a slot's active window: false if the slot never held one. */
 static inline bool sw__la_active(sw__la_slot *s, uint64_t *seq, int64_t *start) {

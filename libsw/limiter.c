@@ -10,6 +10,7 @@
 
 #include "admit.h"
 #include "limiter.h"
+#include "receipt.h"
 
 #define SW__LIMITER_CHECK(l)                                                        \
   do {                                                                              \
@@ -27,6 +28,17 @@ static uint64_t sw__limiter_prefix(void) {
          sw__round_up(sizeof(sw__limiter_state), SW_CACHE_LINE);
 }
 
+/* A limiter's id (the tag of its receipts): distinct for limiters made at
+ * once by threads and processes, and for one remade at the same place. */
+static uint64_t sw__limiter_new_id(const void *mem) {
+  static _Atomic uint64_t made;
+  uint64_t x = (uint64_t)(uintptr_t)mem ^ (uint64_t)getpid() << 40 ^ (uint64_t)sw_now_ns() ^
+               atomic_fetch_add(&made, 1) * UINT64_C(0x9e3779b97f4a7c15);
+  x = (x ^ x >> 30) * UINT64_C(0xbf58476d1ce4e5b9); /* splitmix64's finaliser */
+  x = (x ^ x >> 27) * UINT64_C(0x94d049bb133111eb);
+  return x ^ x >> 31;
+}
+
 uint64_t sw__limiter_size(const sw__node_geom *g) {
   return sw__limiter_prefix() + sw__node_size(g);
 }
@@ -42,6 +54,7 @@ int sw__limiter_init(void *mem, const sw__node_geom *g, const sw__rule *r,
   sw__limiter_state *st = (sw__limiter_state *)((char *)mem + h->node_off -
                                                 sw__round_up(sizeof *st, SW_CACHE_LINE));
   atomic_store(&st->latest_passed, SW__PACING_NONE); /* Sentinel's -1 ms: the first passes */
+  st->id = sw__limiter_new_id(mem);
   if ((rc = sw__node_init((char *)mem + h->node_off, g, process_shared)) < 0) return rc;
   h->magic = SW__LIMITER_MAGIC;
   return SW_OK;
@@ -75,6 +88,9 @@ int sw__limiter_bind(sw_limiter *l, void *mem) {
                                  sw__round_up(sizeof *l->st, SW_CACHE_LINE));
   int rc = sw__node_bind(&l->node, (char *)mem + h->node_off);
   l->node.borrowed = true;
+  l->receipt_tag = sw__receipt_tag(l->st->id);
+  l->receipt_own_tag = sw__receipt_own_tag(l->st->id);
+  l->receipt_mask = sw__receipt_mask(l->st->id);
   return rc;
 }
 
@@ -193,13 +209,16 @@ static void sw__sync_token(const sw__rule *r, sw__limiter_state *st, int64_t t,
   } while (!atomic_compare_exchange_weak(&st->stored_tokens, &old, v));
 }
 
-/* The QPS the warm-up allows now (the threshold once warm). */
-static double sw__warm_qps(const sw__rule *r, sw_limiter *l, int64_t t) {
-  sw__sync_token(r, l->st, t, sw_node_previous_pass_qps_at(&l->node, t));
-  int64_t rest = atomic_load(&l->st->stored_tokens);
+double sw__warm_rate(const sw__rule *r, int64_t rest) {
   if (rest < r->warning_token) return r->threshold;
   double above = (double)(rest - r->warning_token);
   return nextafter(1.0 / (above * r->slope + 1.0 / r->threshold), INFINITY);
+}
+
+/* The QPS the warm-up allows now, after this second's refill. */
+static double sw__warm_qps(const sw__rule *r, sw_limiter *l, int64_t t) {
+  sw__sync_token(r, l->st, t, sw_node_previous_pass_qps_at(&l->node, t));
+  return sw__warm_rate(r, atomic_load(&l->st->stored_tokens));
 }
 
 /* ------------------------------------------------------------- decisions */
@@ -254,10 +273,29 @@ static __attribute__((noinline)) int64_t sw__retry_after_view(sw_limiter *l, int
   return ws + (k <= last ? k : last) * wl - t;
 }
 
-/* Whole units left under limit (>= 0) once used are taken. */
+/* Whole units left under limit (>= 0) once used are taken (a negative
+ * used, a count damaged in a segment, leaves all of them). */
 static inline int64_t sw__floor_left(double limit, int64_t used) {
   int64_t whole = limit < (double)INT64_MAX ? (int64_t)limit : INT64_MAX; /* limit >= 0 */
-  return whole > used ? whole - used : 0;
+  return used < 0 ? whole : whole > used ? whole - used : 0;
+}
+
+/* An admission of n at t that the fast path (admit.h) left to the general
+ * one: 1 admitted, counted in both arrays where the general path counted
+ * it (a strict entry behind a newer window: there), with its receipt. */
+static __attribute__((noinline)) int sw__admit_qps_general(sw_limiter *l, const sw__rule *r,
+                                                           int64_t t, int64_t n, uint32_t flags,
+                                                           double limit, sw__admit_view *view,
+                                                           sw_decision *d) {
+  int64_t at = t;
+  view->nwin = 0;
+  int admitted = sw__admit_general(&l->node.second, t, n, limit, r->strict, &view->pass, &at);
+  if (!admitted) return 0;
+  sw__node_count_pass(&l->node, at, n, true, sw__in_flight(flags));
+  sw__receipt_pass(d->receipt, l->receipt_tag, at, n, flags);
+  d->receipt[1] |= (int64_t)(admitted >> 1); /* 2: admitted uncounted */
+  d->remaining = sw__floor_left(limit, (int64_t)((double)(view->pass + n) / l->node.second.isec));
+  return 1;
 }
 
 /* Reject behaviour (and warm-up, with its current limit) on the QPS grade. */
@@ -267,13 +305,19 @@ static inline __attribute__((always_inline)) void sw__decide_qps(sw_limiter *l,
                                                                  double limit, sw_decision *d) {
   sw__admit_view view;
   const double isec = l->node.second.isec;
-  if (sw__metric_admit(&l->node.second, t, n, limit, r->strict, &view)) {
+  sw_metric *sec = &l->node.second;
+  int admitted = r->strict ? sw__admit_fast(sec, t, n, limit, true, false, 0, &view)
+                           : sw__admit_fast(sec, t, n, limit, false, false, 0, &view);
+  if (sw__likely(admitted > 0)) {
     sw__node_count_pass(&l->node, t, n, true, sw__in_flight(flags));
+    sw__receipt_pass(d->receipt, l->receipt_tag, t, n, flags);
     d->remaining = sw__floor_left(limit, (int64_t)((double)(view.pass + n) / isec));
     return;
   }
+  if (admitted < 0 && sw__admit_qps_general(l, r, t, n, flags, limit, &view, d)) return;
   if ((flags & SW_ENTRY_PRIORITIZED) && r->behavior == SW_BEHAVIOR_REJECT) {
-    int64_t wait = sw__node_borrow(&l->node, t, n, r->threshold, r->strict);
+    bool counted;
+    int64_t wait = sw__node_borrow(&l->node, t, n, r->threshold, r->strict, &counted);
     if (wait < l->node.hdr->occupy_timeout) {
       sw_node_add_occupied_pass_at(&l->node, t, n);
       if (sw__in_flight(flags))
@@ -281,6 +325,10 @@ static inline __attribute__((always_inline)) void sw__decide_qps(sw_limiter *l,
       d->verdict = SW_VERDICT_WAIT;
       d->borrowed = 1;
       d->wait_ms = wait;
+      d->receipt[0] = (int64_t)((uint64_t)t ^ l->receipt_mask);
+      d->receipt[1] = (int64_t)(sw__receipt_own(l->receipt_own_tag, SW__RC_BORROW, n, flags,
+                                                (uint64_t)wait) |
+                                (counted ? 0 : SW__RC_UNCOUNTED));
       return;
     }
   }
@@ -299,7 +347,7 @@ static void sw__decide_concurrency(sw_limiter *l, const sw__rule *r, int64_t t, 
   _Atomic int64_t *cur = &l->node.live->concurrency;
   int64_t c = atomic_load_explicit(cur, memory_order_relaxed);
   for (;;) {
-    if ((double)(c + n) > r->threshold) {
+    if ((double)c + (double)n > r->threshold) { /* in doubles: c may be any value */
       d->verdict = SW_VERDICT_BLOCK;
       /* Nothing says when a request will finish: suggest the average RT. */
       double rt = sw_node_avg_rt_at(&l->node, t);
@@ -317,6 +365,7 @@ static void sw__decide_concurrency(sw_limiter *l, const sw__rule *r, int64_t t, 
       break;
     }
   }
+  sw__receipt_pass(d->receipt, l->receipt_tag, t, n, 0);
   d->remaining = sw__floor_left(r->threshold, c + 1);
 }
 
@@ -330,27 +379,45 @@ static void sw__block_never(sw_decision *d) {
   d->retry_after_ms = -1;
 }
 
+int64_t sw__pacing_cost(int64_t n, double qps) {
+  if (qps <= 0) return -1;
+  double cost_ns = round((double)n / qps * 1e9);
+  return cost_ns > 4e18 ? -1 : (int64_t)cost_ns; /* a tiny rate: centuries away */
+}
+
+/* A pacing admission's receipt: its passes at t, and the queue time next
+ * it set, to be moved back by its cost if no later entry queued after it. */
+static void sw__receipt_pacing(sw_limiter *l, int64_t t, int64_t n, uint32_t flags,
+                               int64_t next, sw_decision *d) {
+  if (t > SW__PACING_MAX_MS) { /* a custom clock past pacing's range */
+    sw__receipt_pass(d->receipt, l->receipt_tag, t, n, flags);
+    return;
+  }
+  int64_t q = next - t * SW__NS_PER_MS; /* the wait, and the lag of the window clock */
+  if (q < 0 || q >= SW__RC_Q_NONE) q = SW__RC_Q_NONE; /* clocks too far apart: not kept */
+  d->receipt[0] = (int64_t)(((uint64_t)t | (uint64_t)q << SW__RC_T_BITS) ^ l->receipt_mask);
+  d->receipt[1] = (int64_t)sw__receipt_own(l->receipt_own_tag, SW__RC_PACING, n, flags,
+                                           (uint64_t)q >> (64 - SW__RC_T_BITS));
+}
+
 static int sw__decide_pacing(sw_limiter *l, const sw__rule *r, int64_t t, bool precise,
                              int64_t n, uint32_t flags, double qps, sw_decision *d) {
   if (n == 0) {
     sw__node_count_pass(&l->node, t, n, false, sw__in_flight(flags));
+    sw__receipt_pass(d->receipt, l->receipt_tag, t, n, flags);
     return SW_OK;
   }
   if (sw__unlikely(!precise && t > SW__PACING_MAX_MS))
     return sw__fail(SW_ETIME, "time %lld ms is beyond the range of pacing (%lld ms, 292 years)",
                     (long long)t, (long long)SW__PACING_MAX_MS);
-  if (qps <= 0) {
-    sw__block_never(d);
-    return SW_OK;
-  }
-  double cost_ns = round((double)n / qps * 1e9);
-  if (cost_ns > 4e18) { /* a tiny rate: the next admission is centuries away */
+  const int64_t cost = sw__pacing_cost(n, qps);
+  if (cost < 0) {
     sw__block_never(d);
     return SW_OK;
   }
   /* the clock's entries pace on the duration clock: the window clock may
    * advance by whole ticks, which would admit one request per tick */
-  const int64_t cost = (int64_t)cost_ns, now = precise ? sw_now_ns() : t * SW__NS_PER_MS,
+  const int64_t now = precise ? sw_now_ns() : t * SW__NS_PER_MS,
                 max_queue = r->max_queue_ms * SW__NS_PER_MS;
   _Atomic int64_t *latest = &l->st->latest_passed;
   int64_t last = atomic_load(latest), next, wait;
@@ -374,6 +441,7 @@ static int sw__decide_pacing(sw_limiter *l, const sw__rule *r, int64_t t, bool p
     if (atomic_compare_exchange_weak(latest, &last, next)) break;
   }
   sw__node_count_pass(&l->node, t, n, false, sw__in_flight(flags));
+  sw__receipt_pacing(l, t, n, flags, next, d);
   d->verdict = wait > 0 ? SW_VERDICT_WAIT : SW_VERDICT_PASS;
   d->wait_ms = (wait + SW__NS_PER_MS / 2) / SW__NS_PER_MS; /* to the nearest ms */
   /* how many more of this size still fit in the queue */
@@ -411,6 +479,9 @@ static __attribute__((noinline)) int sw__entry_other(sw_limiter *l, int64_t t, b
     break;
   default: /* a cluster rule */
     sw__decide_cluster(l, r, t, n, flags, d);
+    /* its lease admitted: passes counted at t (the local fallback wrote its own) */
+    if (d->verdict != SW_VERDICT_BLOCK && d->receipt[1] == 0)
+      sw__receipt_pass(d->receipt, l->receipt_tag, t, n, flags);
   }
   return SW_OK;
 }
@@ -452,6 +523,8 @@ void sw__limiter_settle(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n, 
       d->would_block = 1;
       sw__node_count(&l->node, t, SW_EVENT_WOULD_BLOCK, n);
       sw__node_count_pass(&l->node, t, n, false, sw__in_flight(flags));
+      sw__receipt_pass(d->receipt, l->receipt_tag, t, n, flags);
+      d->receipt[1] |= (int64_t)SW__RC_WOULD_BLOCK;
     }
     d->verdict = SW_VERDICT_PASS;
     return;
@@ -500,10 +573,4 @@ SW_API int sw_limiter_exit_at(sw_limiter *l, int64_t t, int64_t rt_ms, int64_t n
 
 SW_API int sw_limiter_exit(sw_limiter *l, int64_t rt_ms, int64_t n, uint32_t flags) {
   return sw__limiter_exit(l, sw__now_ms(), rt_ms, n, flags);
-}
-
-SW_API int sw_limiter_cancel(sw_limiter *l, sw_decision *d) {
-  SW__CHECK_NULL(l, "limiter");
-  SW__CHECK_NULL(d, "decision");
-  return sw__fail(SW_ENOTSUP, "sw_limiter_cancel: not built yet");
 }

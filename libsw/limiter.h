@@ -52,7 +52,8 @@ typedef struct sw__limiter_state {
   _Atomic int64_t latest_passed;  /* pacing: time of the last admission, ns */
   _Atomic int64_t stored_tokens;  /* warm-up */
   _Atomic int64_t last_filled;    /* warm-up: second of the last refill */
-  int64_t pad_[5];
+  uint64_t id;                    /* drawn at creation: the tag of its receipts (receipt.h) */
+  int64_t pad_[4];
   sw__lease lease;                /* cluster rules, on their own lines */
 } sw__limiter_state;
 
@@ -65,6 +66,7 @@ struct sw_limiter {
   bool borrowed; /* part of a larger object: *_free leaves it alone */
   sw_cluster *_Atomic cluster; /* the cluster it is added to, if any (cluster.c) */
   pid_t cluster_pid;            /* ... by this process (a forked child has no refiller) */
+  uint64_t receipt_tag, receipt_own_tag, receipt_mask; /* receipt.h, from st->id when bound */
 };
 
 /* Before a limiter handle's memory goes: out of its cluster, so that the
@@ -80,6 +82,10 @@ void sw__limiter_decide_qps(sw_limiter *l, const sw__rule *r, int64_t t, int64_t
  * that WOULD_BLOCK (the verdict becomes PASS). */
 void sw__limiter_settle(sw_limiter *l, const sw__rule *r, int64_t t, int64_t n, uint32_t flags,
                         sw_decision *d);
+/* The QPS warm-up allows with stored tokens (the threshold once warm). */
+double sw__warm_rate(const sw__rule *r, int64_t stored_tokens);
+/* A pacing admission's cost of n units at qps, in ns; -1 if it never passes. */
+int64_t sw__pacing_cost(int64_t n, double qps);
 /* Whether an entry with these flags counts a request in flight. */
 static inline bool sw__in_flight(uint32_t flags) { return !(flags & SW_ENTRY_NO_EXIT); }
 /* A cluster rule's entry (lease.c). */

@@ -440,11 +440,23 @@ static void sw__seal_older(sw_metric *m, int64_t t) {
  * anywhere moves there first, and one that creates its window reads again
  * before counting: so an older window created after a newer one's last read
  * never takes a count. The boundary cannot overshoot. */
+#define SW__ADMIT_ROUNDS 64
 int sw__admit_general(sw_metric *m, int64_t t, int64_t n, double limit, bool strict,
-                      int64_t *pass_before) {
+                      int64_t *pass_before, int64_t *at) {
   const double isec = (double)m->la.interval / 1000.0;
   const int64_t wl = m->la.wl;
-  for (;;) {
+  for (int round = 0;; round++) {
+    /* Each round follows a change another entry made (a newer window, a
+     * seal, a window created); window words that keep sending it round
+     * (damaged: a start that is no window's, a seal that never holds) would
+     * send it round for ever: refused, and said. */
+    if (sw__unlikely(round == SW__ADMIT_ROUNDS)) {
+      sw__fail(SW_ECORRUPT, "the windows of a limiter's per-second array are damaged (no "
+               "decision after %d rounds at %lld ms): entry refused", SW__ADMIT_ROUNDS,
+               (long long)t);
+      *pass_before = 0;
+      return 0;
+    }
     void *body = NULL;
     sw__strict_view sv = {false, 0};
     int64_t pass = sw__fold_ex(m, t, SW_EVENT_PASS, false, &body, strict ? &sv : NULL);
@@ -468,7 +480,8 @@ int sw__admit_general(sw_metric *m, int64_t t, int64_t n, double limit, bool str
       uint64_t seq;
       int64_t start;
       sw__la_slot *s = sw__la_slot_at(&m->la, (uint32_t)((t / wl) % m->la.n));
-      if (!strict || !sw__la_active(s, &seq, &start) || start <= t) return 1;
+      *at = t;
+      if (!strict || !sw__la_active(s, &seq, &start) || start <= t) return 2;
       t = start;
       continue;
     }
@@ -479,6 +492,7 @@ int sw__admit_general(sw_metric *m, int64_t t, int64_t n, double limit, bool str
       *pass_before = pass;
       if (sw__over(pass, isec, n, limit)) return 0;
       sw__mb_add(&m->cfg, body, SW_EVENT_PASS, n);
+      *at = t;
       return 1;
     }
     _Atomic int64_t *word = &((sw__mb_stripe *)body)->c[SW_EVENT_PASS];
@@ -489,8 +503,10 @@ int sw__admit_general(sw_metric *m, int64_t t, int64_t n, double limit, bool str
       *pass_before = pass + c;
       if (sw__over(pass + c, isec, n, limit)) return 0;
       if (atomic_compare_exchange_weak_explicit(word, &c, c + n, memory_order_relaxed,
-                                                memory_order_relaxed))
+                                                memory_order_relaxed)) {
+        *at = t;
         return 1;
+      }
     }
     const int64_t next = t - t % wl + wl;
     if (next < t) { /* the end of time: nothing newer to decide at */
@@ -526,6 +542,31 @@ SW_API int sw_metric_try_pass(sw_metric *m, int64_t n, int64_t limit, int64_t *p
   return sw_metric_try_pass_at(m, sw__now_ms(), n, limit, pass_out);
 }
 
+void *sw__metric_future_body(sw_metric *m, int64_t target) {
+  sw_leap_array *f = &m->future;
+  const int64_t ws = target - target % f->wl;
+  const uint32_t idx = (uint32_t)((target / f->wl) % f->n);
+  sw__la_slot *s = sw__la_slot_at(f, idx);
+  uint64_t seq;
+  int64_t start;
+  if (sw__la_active(s, &seq, &start) && start < ws) {
+    const sw__mb_stripe *st = sw__la_body(f, s, (seq >> 1) & 1);
+    if (!(atomic_load_explicit(&st->c[SW_EVENT_PASS], memory_order_relaxed) & SW__SEALED))
+      sw__la_reset(&m->la, idx, start, start); /* no-op if the main slot holds it or newer */
+  }
+  return sw__la_current_body(f, target);
+}
+
+bool sw__metric_borrow(sw_metric *m, int64_t target, int64_t n) {
+  sw__mb_stripe *st = sw__metric_future_body(m, target);
+  if (st == NULL) return false; /* the slot holds a newer window: dropped as detached */
+  if (sw__future_add(st, n)) return true;
+  void *body = sw__la_current_body(&m->la, target); /* carried already: count it there */
+  if (body == NULL) return false;
+  sw__mb_add(&m->cfg, body, SW_EVENT_PASS, n);
+  return true;
+}
+
 SW_API int sw_metric_add_waiting(sw_metric *m, int64_t future_ms, int64_t n) {
   SW__METRIC_CHECK(m);
   SW__CHECK_WRITABLE(m);
@@ -534,8 +575,7 @@ SW_API int sw_metric_add_waiting(sw_metric *m, int64_t future_ms, int64_t n) {
   if (rc < 0) return rc;
   if (!m->hdr->occupiable)
     return sw__fail(SW_ENOTSUP, "add_waiting needs an occupiable metric (SW_OPT_OCCUPIABLE=1)");
-  if (!sw__future_borrow(&m->future, future_ms, n))
-    return sw_metric_add_at(m, future_ms, SW_EVENT_PASS, n); /* window already current */
+  sw__metric_borrow(m, future_ms, n);
   return SW_OK;
 }
 

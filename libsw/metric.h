@@ -58,11 +58,28 @@ typedef struct sw__admit_view {
  * floor(PASS / interval_sec) + n <= limit, and then counts n in the current
  * window's PASS. strict: the check and the count are one CAS on one word
  * (stripe 0's PASS of the current window), so concurrent strict admissions
- * never overshoot; otherwise Sentinel's check-then-add. Returns 1 admitted,
- * 0 refused; *pass_before gets the interval's PASS its check saw. The
- * entries call sw__metric_admit (admit.h), which tries a fast path first. */
+ * never overshoot; otherwise Sentinel's check-then-add. Returns 1 admitted
+ * and counted at *at (t, or for a strict admission behind a newer window,
+ * that window's start), 2 admitted uncounted (t's slot holds a newer
+ * window, or its reset failed), 0 refused; *pass_before gets the interval's
+ * PASS its check saw. The limiter's entries call it when the fast path
+ * (sw__admit_fast, admit.h) cannot decide. */
 int sw__admit_general(sw_metric *m, int64_t t, int64_t n, double limit, bool strict,
-                      int64_t *pass_before);
+                      int64_t *pass_before, int64_t *at);
+
+/* The future (borrow) bucket of target's window, created or reset as
+ * needed; NULL when its slot holds a newer window. Its slot may still hold
+ * an older window whose borrowed passes no main window has taken (nothing
+ * was counted while it was current): they are carried into that window of
+ * the main array first, so that they count until it leaves the interval
+ * instead of vanishing with the slot. A borrower's target is at most one
+ * interval after its time, so that window has begun, and the main window
+ * it replaces has left the interval. Rare path: a reset under a lock. */
+void *sw__metric_future_body(sw_metric *m, int64_t target);
+/* Borrow n passes for target's window (addWaiting): counted in the future
+ * array, or in the main window once that is current (the future word
+ * sealed). False when neither counted them (a slot held a newer window). */
+bool sw__metric_borrow(sw_metric *m, int64_t target, int64_t n);
 
 /* Read the metric options (SW_OPT_OCCUPIABLE, SW_OPT_STRIPES, SW_OPT_MAX_RT_MS). */
 void sw__metric_options(const sw_options *opts, bool *occupiable, uint32_t *stripes,

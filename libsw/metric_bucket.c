@@ -72,9 +72,7 @@ const sw_bucket_type sw__future_type =
  * future array has one stripe): a borrower adds with CAS unless the word is
  * sealed; the carry seals it with fetch_or and takes what was there. So
  * every borrowed pass is counted exactly once, in one window or the other. */
-bool sw__future_borrow(sw_leap_array *future, int64_t t, int64_t n) {
-  sw__mb_stripe *st = sw__la_current_body(future, t);
-  if (st == NULL) return true; /* slot holds a newer window: dropped as detached */
+bool sw__future_add(sw__mb_stripe *st, int64_t n) {
   int64_t cur = atomic_load_explicit(&st->c[SW_EVENT_PASS], memory_order_relaxed);
   do {
     if (cur & SW__SEALED) return false;

@@ -83,25 +83,27 @@ static inline void sw__mb_exit(const sw__metric_cfg *cfg, void *bucket, uint32_t
 }
 
 /* Sum of an event over the stripes after the first (unrolled: stripes is a
- * power of two). */
+ * power of two). Added modulo 2^64: counts damaged in a shared segment
+ * give a wrong sum, never an overflow. */
 static inline int64_t sw__mb_sum_tail(uint32_t stripes, const void *bucket, sw_event ev) {
   const sw__mb_stripe *st = bucket;
-#define SW__LD(i) atomic_load_explicit(&st[i].c[ev], memory_order_relaxed)
-  if (sw__likely(stripes == SW__DEFAULT_STRIPES)) return SW__LD(1) + SW__LD(2) + SW__LD(3);
+#define SW__LD(i) (uint64_t)atomic_load_explicit(&st[i].c[ev], memory_order_relaxed)
+  if (sw__likely(stripes == SW__DEFAULT_STRIPES))
+    return (int64_t)(SW__LD(1) + SW__LD(2) + SW__LD(3));
   if (stripes == 1) return 0;
-  int64_t sum = SW__LD(1);
-  if (stripes == 2) return sum;
+  uint64_t sum = SW__LD(1);
+  if (stripes == 2) return (int64_t)sum;
   sum += SW__LD(2) + SW__LD(3);
   for (uint32_t i = 4; i < stripes; i += 2) sum += SW__LD(i) + SW__LD(i + 1);
-  return sum;
+  return (int64_t)sum;
 #undef SW__LD
 }
 
-/* Sum of an event over the stripes. */
+/* Sum of an event over the stripes (modulo 2^64, as above). */
 static inline int64_t sw__mb_sum(uint32_t stripes, const void *bucket, sw_event ev) {
   const sw__mb_stripe *st = bucket;
-  return atomic_load_explicit(&st[0].c[ev], memory_order_relaxed) +
-         sw__mb_sum_tail(stripes, bucket, ev);
+  return (int64_t)((uint64_t)atomic_load_explicit(&st[0].c[ev], memory_order_relaxed) +
+                   (uint64_t)sw__mb_sum_tail(stripes, bucket, ev));
 }
 
 /* Same, for any metric bucket: a sealed future PASS reads unsealed. */
@@ -120,8 +122,8 @@ static inline int64_t sw__mb_min_rt(const sw__metric_cfg *cfg, const void *bucke
   return min;
 }
 
-/* Borrow n passes for the future window of t: false if that window's count
- * was already carried into the main array (the caller adds there). */
-bool sw__future_borrow(sw_leap_array *future, int64_t t, int64_t n);
+/* Add n borrowed passes to a future bucket: false if its count was already
+ * carried into the main array (sealed: the caller adds there). */
+bool sw__future_add(sw__mb_stripe *st, int64_t n);
 
 #endif /* SW_METRIC_BUCKET_H */

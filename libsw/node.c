@@ -311,27 +311,28 @@ SW_API int64_t sw_node_try_occupy_next_at(const sw_node *node, int64_t t, int64_
   return timeout;
 }
 
-int64_t sw__node_borrow(sw_node *node, int64_t t, int64_t n, double threshold, bool strict) {
+int64_t sw__node_borrow(sw_node *node, int64_t t, int64_t n, double threshold, bool strict,
+                        bool *counted) {
   const int64_t timeout = node->hdr->occupy_timeout;
   for (;;) {
     int64_t wait = sw_node_try_occupy_next_at(node, t, n, threshold);
     if (wait < 0 || wait >= timeout || t > INT64_MAX - wait) return timeout;
-    sw__mb_stripe *st = strict ? sw__la_current_body(&node->second.future, t + wait) : NULL;
-    if (st == NULL) { /* fast mode, or a detached future window */
-      sw_metric_add_waiting(&node->second, t + wait, n);
-      return wait;
-    }
-    _Atomic int64_t *word = &st->c[SW_EVENT_PASS];
-    int64_t c = atomic_load_explicit(word, memory_order_relaxed);
-    if (c & SW__SEALED) { /* that window is already current: add there */
-      sw_metric_add_waiting(&node->second, t + wait, n);
+    sw__mb_stripe *st = strict ? sw__metric_future_body(&node->second, t + wait) : NULL;
+    _Atomic int64_t *word = st ? &st->c[SW_EVENT_PASS] : NULL;
+    int64_t c = word ? atomic_load_explicit(word, memory_order_relaxed) : 0;
+    /* fast mode, a detached future window, or one already current (sealed):
+     * borrow as addWaiting does */
+    if (word == NULL || (c & SW__SEALED)) {
+      *counted = sw__metric_borrow(&node->second, t + wait, n);
       return wait;
     }
     /* Decide again with the word as read: a CAS from it proves nothing changed. */
     if (sw_node_try_occupy_next_at(node, t, n, threshold) != wait) continue;
     if (atomic_compare_exchange_strong_explicit(word, &c, c + n, memory_order_relaxed,
-                                                memory_order_relaxed))
+                                                memory_order_relaxed)) {
+      *counted = true;
       return wait;
+    }
   }
 }
 

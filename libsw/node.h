@@ -98,7 +98,10 @@ static inline __attribute__((always_inline)) bool sw__node_leave(sw_node *node) 
 /* tryOccupyNext and addWaiting together: borrow n units for a coming
  * window if threshold allows; returns the wait, or the occupy timeout when
  * refused. strict: borrowers of one window reserve with one CAS on its
- * PASS word, re-checking after every change. */
-int64_t sw__node_borrow(sw_node *node, int64_t t, int64_t n, double threshold, bool strict);
+ * PASS word, re-checking after every change. *counted: whether the
+ * per-second array counted the borrowed passes (not when a slot held a
+ * newer window: the caller's clock is behind). */
+int64_t sw__node_borrow(sw_node *node, int64_t t, int64_t n, double threshold, bool strict,
+                        bool *counted);
 
 #endif /* SW_NODE_H */

@@ -51,6 +51,27 @@ int sw__registry_init(void *mem, uint32_t capacity, const sw__node_geom *g, cons
   return SW_OK;
 }
 
+/* Where a registry is, for messages about what is found damaged in it. */
+static const char *sw__where(const sw_registry *r) { return r->name ? r->name : "(heap)"; }
+
+/* SW_ECORRUPT unless r is a rule sw__rule_from makes (read from a segment:
+ * every value in range, the derived ones as computed), naming what. */
+static int sw__rule_sane(const sw_registry *reg, const sw__rule *r, const char *what,
+                         uint32_t i) {
+  sw_options *o = NULL;
+  sw__rule again;
+  int rc = sw_options_create(&o);
+  if (rc < 0) return rc;
+  sw__rule_to(r, o);
+  rc = sw__rule_from(o, &again);
+  sw_options_free(o);
+  if (rc < 0 || memcmp(&again, r, sizeof again) != 0)
+    return sw__fail(SW_ECORRUPT, "segment %s: the rule of %s %u is damaged (grade %d, "
+                    "behaviour %d, threshold %g)", sw__where(reg), what, i, r->grade,
+                    r->behavior, r->threshold);
+  return SW_OK;
+}
+
 int sw__registry_bind(sw_registry *r, void *mem, uint64_t size) {
   sw__registry_hdr *h = mem;
   if (h->magic != SW__REGISTRY_MAGIC)
@@ -69,6 +90,8 @@ int sw__registry_bind(sw_registry *r, void *mem, uint64_t size) {
     return sw__fail(SW_ECORRUPT, "registry header describes a layout that does not fit "
                     "(capacity %u, %llu of %llu bytes)", h->capacity,
                     (unsigned long long)h->total_size, (unsigned long long)size);
+  int rc = sw__rule_sane(r, &h->rule[atomic_load(&h->rule_idx) & 1], "the registry", 0);
+  if (rc < 0) return rc;
   r->hdr = h;
   r->index = (sw__entry *)((char *)mem + h->index_off);
   r->blocks = (unsigned char *)mem + h->blocks_off;
@@ -142,7 +165,15 @@ static sw_limiter *sw__handle(sw_registry *r, uint32_t i) {
     return NULL;
   }
   void *mem = r->blocks + (uint64_t)i * r->hdr->block_size;
-  if (sw__limiter_check(mem, &r->hdr->geom) < 0 || sw__limiter_bind(mine, mem) < 0) {
+  sw__rule rule;
+  int rc = sw__limiter_check(mem, &r->hdr->geom);
+  if (rc < 0)
+    rc = sw__fail(rc, "segment %s, limiter %u: %s", sw__where(r), i, sw_last_error());
+  if (rc == SW_OK) {
+    sw__rule_box_load(&((sw__limiter_hdr *)mem)->rule, &rule, true);
+    rc = sw__rule_sane(r, &rule, "limiter", i);
+  }
+  if (rc < 0 || sw__limiter_bind(mine, mem) < 0) {
     sw__free(mine);
     return NULL;
   }
@@ -165,7 +196,8 @@ static sw__entry *sw__probe(sw_registry *r, const char *name, uint32_t hash, uin
       *empty = i;
       return NULL;
     }
-    if (e->block >= r->hdr->capacity || memchr(e->name, 0, sizeof e->name) == NULL)
+    if ((st != SW__ENTRY_BUSY && st != SW__ENTRY_READY) || e->block >= r->hdr->capacity ||
+        memchr(e->name, 0, sizeof e->name) == NULL)
       continue; /* a corrupt entry (shared segment): never matches */
     if (e->hash == hash && strcmp(e->name, name) == 0) {
       if (st == SW__ENTRY_READY) return e;
@@ -222,6 +254,18 @@ static void sw__recover(void *arg) {
   }
 }
 
+/* The BUSY entry of name (sw__probe said there is one), or NULL. */
+static sw__entry *sw__busy_entry(sw_registry *r, const char *name, uint32_t hash) {
+  const uint32_t mask = r->hdr->index_size - 1;
+  for (uint32_t i = hash & mask, n = 0; n <= mask; i = (i + 1) & mask, n++) {
+    sw__entry *e = &r->index[i];
+    if (atomic_load(&e->state) == SW__ENTRY_BUSY && e->block < r->hdr->capacity &&
+        e->hash == hash && strcmp(e->name, name) == 0)
+      return e;
+  }
+  return NULL;
+}
+
 static int sw__lock(pthread_mutex_t *m, sw_registry *r) {
   return sw__robust_lock(m, sw__recover, r, "registry", SW__WRITE_LOCK_MS);
 }
@@ -244,16 +288,16 @@ SW_API int sw_registry_get_ex(sw_registry *r, const char *name, const sw_options
   bool busy;
   sw__entry *e = sw__probe(r, name, hash, &empty, &busy); /* again, under the lock */
   if (e == NULL && busy) { /* left BUSY by an inserter that failed: finish it */
-    for (uint32_t i = hash & (r->hdr->index_size - 1);; i = (i + 1) & (r->hdr->index_size - 1)) {
-      e = &r->index[i];
-      if (atomic_load(&e->state) == SW__ENTRY_BUSY && e->hash == hash && strcmp(e->name, name) == 0)
-        break;
-    }
-    if ((rc = sw__finish(r, (uint32_t)(e - r->index), rule)) < 0) e = NULL;
+    e = sw__busy_entry(r, name, hash);
+    rc = e == NULL ? sw__fail(SW_ECORRUPT, "segment %s: the registry entry of %s being "
+                              "inserted is no longer there (damaged)", sw__where(r), name)
+                   : sw__finish(r, (uint32_t)(e - r->index), rule);
+    if (rc < 0) e = NULL;
   } else if (e == NULL) {
     uint32_t block = atomic_load(&r->hdr->count);
     if (empty == UINT32_MAX) {
-      rc = sw__fail(SW_ECORRUPT, "registry index has no free slot for %u names", block);
+      rc = sw__fail(SW_ECORRUPT, "segment %s: the registry index has no free slot for %u "
+                    "names (damaged)", sw__where(r), block);
     } else if (block >= r->hdr->capacity) {
       rc = sw__fail(SW_EFULL, "registry is full: %u of %u names taken, %s not added", block,
                     r->hdr->capacity, name);

@@ -49,6 +49,7 @@ struct sw_registry {
   bool owns_block; /* heap registry: the block is ours to free */
   bool shared;     /* the block is in a shared segment (process-shared locks) */
   bool readonly;   /* mapped read-only: no inserts, no rule changes */
+  const char *name; /* the segment's name, for messages (NULL: a heap registry) */
 };
 
 uint64_t sw__registry_size(uint32_t capacity, const sw__node_geom *g);

@@ -60,8 +60,36 @@ static int sw__robust_wait(pthread_mutex_t *m, int timeout_ms) {
 #endif
 }
 
+#ifdef __GLIBC__
+/* The kind word of a mutex as sw__robust_init makes it, private and shared.
+ * A damaged one sends glibc into paths that assert or run instructions the
+ * CPU lacks (lock elision): it is checked before every lock. */
+static int sw__kinds[2];
+static pthread_once_t sw__kinds_once = PTHREAD_ONCE_INIT;
+static void sw__kinds_init(void) {
+  for (int i = 0; i < 2; i++) {
+    pthread_mutex_t m;
+    if (sw__robust_init(&m, i) != SW_OK) continue;
+    sw__kinds[i] = m.__data.__kind;
+    pthread_mutex_destroy(&m);
+  }
+}
+#endif
+
+int sw__robust_check(const pthread_mutex_t *m, const char *what) {
+#ifdef __GLIBC__
+  pthread_once(&sw__kinds_once, sw__kinds_init);
+  int kind = m->__data.__kind;
+  if (sw__unlikely(kind != sw__kinds[0] && kind != sw__kinds[1]))
+    return sw__fail(SW_ECORRUPT, "%s lock is damaged (mutex kind 0x%x, not a robust mutex's)",
+                    what, (unsigned)kind);
+#endif
+  return SW_OK;
+}
+
 int sw__robust_lock(pthread_mutex_t *m, void (*repair)(void *), void *arg, const char *what,
                     int timeout_ms) {
+  if (sw__robust_check(m, what) < 0) return SW_ECORRUPT;
   int rc = pthread_mutex_trylock(m);
   if (rc == EBUSY) rc = sw__robust_wait(m, timeout_ms);
   if (sw__likely(rc == 0)) return SW_OK;

@@ -31,9 +31,14 @@ typedef struct sw__rule_item {
   int64_t capacity; /* 0: not said */
 } sw__rule_item;
 
+/* The rules in order, and an index of their resources: open addressing
+ * over nslots (a power of 2, at least twice the rules), each slot a rule's
+ * position + 1 or 0 (empty). */
 struct sw_rules {
   sw__rule_item *v;
   uint32_t n, cap;
+  uint32_t *slots;
+  uint32_t nslots;
 };
 
 #define SW__RULES_MAX 100000u /* rules in one list */
@@ -57,6 +62,7 @@ SW_API void sw_rules_free(sw_rules *r) {
     sw_options_free(r->v[i].opts);
   }
   sw__free(r->v);
+  sw__free(r->slots);
   sw__free(r);
 }
 
@@ -79,6 +85,27 @@ static int sw__rule_copy(sw_options *to, const sw_options *from) {
   return SW_OK;
 }
 
+/* The slot of resource in r's index: the one holding it, or the empty one
+ * where it goes. */
+static uint32_t *sw__rules_slot(const sw_rules *r, const char *resource, size_t len) {
+  uint32_t mask = r->nslots - 1, i = (uint32_t)sw__fnv(resource, len, SW__FNV_BASIS) & mask;
+  while (r->slots[i] != 0 && strcmp(r->v[r->slots[i] - 1].resource, resource) != 0)
+    i = (i + 1) & mask; /* never full: at most half the slots are taken */
+  return &r->slots[i];
+}
+
+/* An index of nslots for r's rules (and one more): 0, or SW_ENOMEM. */
+static int sw__rules_index(sw_rules *r, uint32_t nslots) {
+  uint32_t *slots = sw__calloc(nslots, sizeof *slots);
+  if (slots == NULL) return sw__fail(SW_ENOMEM, "rule list index");
+  sw__free(r->slots);
+  r->slots = slots;
+  r->nslots = nslots;
+  for (uint32_t i = 0; i < r->n; i++)
+    *sw__rules_slot(r, r->v[i].resource, strlen(r->v[i].resource)) = i + 1;
+  return SW_OK;
+}
+
 SW_API int sw_rules_add(sw_rules *r, const char *resource, const sw_options *opts, int64_t keyed,
                         int64_t capacity) {
   SW__CHECK_NULL(r, "rules");
@@ -90,10 +117,13 @@ SW_API int sw_rules_add(sw_rules *r, const char *resource, const sw_options *opt
     return sw__fail(SW_ERANGE, "keyed=%lld: want -1 (not said), 0 or 1", (long long)keyed);
   if (capacity < 0 || capacity > (1LL << 28))
     return sw__fail(SW_ERANGE, "capacity=%lld: want 0 (not said) or 1..2^28", (long long)capacity);
-  for (uint32_t i = 0; i < r->n; i++)
-    if (strcmp(r->v[i].resource, resource) == 0)
-      return sw__fail(SW_EEXIST, "resource \"%s\" already has rule %u", resource, i + 1);
-  if (r->n == SW__RULES_MAX) return sw__fail(SW_EFULL, "more than %u rules", SW__RULES_MAX);
+  if (2 * (r->n + 1) > r->nslots && sw__rules_index(r, r->nslots ? 2 * r->nslots : 16) < 0)
+    return SW_ENOMEM;
+  uint32_t *slot = sw__rules_slot(r, resource, len);
+  if (*slot != 0)
+    return sw__fail(SW_EEXIST, "resource \"%s\" already has rule %u", resource, *slot);
+  if (r->n == SW__RULES_MAX)
+    return sw__fail(SW_EFULL, "more than %u rules: the most one list holds", SW__RULES_MAX);
   if (r->n == r->cap) {
     uint32_t cap = r->cap ? 2 * r->cap : 8;
     sw__rule_item *v = sw__calloc(cap, sizeof *v);
@@ -112,6 +142,7 @@ SW_API int sw_rules_add(sw_rules *r, const char *resource, const sw_options *opt
     return rc;
   }
   r->v[r->n++] = it;
+  *slot = r->n;
   return SW_OK;
 }
 
@@ -267,10 +298,43 @@ static int sw__parse_rule(sw_rules *r, json_t *o, uint32_t i) {
   return SW_OK;
 }
 
+/* More than max elements in the array the text starts with (counted by its
+ * commas outside strings and nested values, never parsed): 1, else 0. A
+ * text that is not an array, or not JSON, is jansson's to say. */
+static int sw__json_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+static int sw__over_bound(const char *json, size_t len, uint32_t max) {
+  size_t i = 0;
+  while (i < len && sw__json_space(json[i])) i++;
+  if (i == len || json[i] != '[') return 0;
+  uint32_t elements = 0;
+  int depth = 0, in_string = 0, empty = 1;
+  for (; i < len; i++) {
+    char c = json[i];
+    if (in_string) {
+      if (c == '\\') i++;
+      else if (c == '"') in_string = 0;
+      continue;
+    }
+    if (depth == 1 && empty && !sw__json_space(c) && c != ']') { /* the first element */
+      empty = 0;
+      elements = 1;
+    }
+    if (c == '"') in_string = 1;
+    else if (c == '[' || c == '{') depth++;
+    else if ((c == ']' || c == '}') && --depth == 0) break;
+    else if (c == ',' && depth == 1 && ++elements > max) return 1;
+  }
+  return elements > max;
+}
+
 SW_API int sw_rules_parse(sw_rules **out, const char *json, size_t len) {
   SW__CHECK_NULL(out, "out");
   *out = NULL;
   SW__CHECK_NULL(json, "json");
+  if (sw__over_bound(json, len, SW__RULES_MAX)) /* refused before it is parsed */
+    return sw__fail(SW_EFULL, "rules: more than %u rules in the list: the most one list holds "
+                    "(split them among segments)", SW__RULES_MAX);
   json_error_t e;
   json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &e);
   if (root == NULL)

@@ -97,15 +97,17 @@ SW_API int sw_segment_open(sw_segment **out, const char *name, uint32_t capacity
   if (rc == SW_OK) {
     seg->reg.shared = true;
     seg->reg.readonly = readonly;
-    rc = sw__registry_bind(&seg->reg, seg->shm.body,
-                           seg->shm.size - sw__shm_header(&seg->shm)->body_off);
-    if (rc == SW_OK && (seg->path = sw__strdup(name)) == NULL) rc = sw__fail(SW_ENOMEM, "name");
+    seg->reg.name = seg->path = sw__strdup(name);
+    rc = seg->path == NULL ? sw__fail(SW_ENOMEM, "name")
+                           : sw__registry_bind(&seg->reg, seg->shm.body,
+                                               seg->shm.size - sw__shm_header(&seg->shm)->body_off);
     if (rc < 0) {
       sw__registry_unbind(&seg->reg);
       sw__shm_abandon(&seg->shm, name);
     }
   }
   if (rc < 0) {
+    sw__free(seg->path);
     sw__free(seg);
     return rc;
   }
@@ -144,9 +146,8 @@ SW_API int sw_segment_probe(const char *name, sw_segment_info *out) {
   SW__CHECK_NULL(out, "out");
   memset(out, 0, sizeof *out);
   sw__shm_hdr h;
-  uint64_t size = 0;
-  uint32_t uid = 0;
-  int rc = sw__shm_peek(name, &h, &size, &uid);
+  sw__shm_file f;
+  int rc = sw__shm_peek(name, &h, &f);
   if (rc < 0) return rc;
   uint32_t capacity;
   memcpy(&capacity, h.config, sizeof capacity); /* every kind's configuration starts with it */
@@ -159,10 +160,13 @@ SW_API int sw_segment_probe(const char *name, sw_segment_info *out) {
                  (h.kind == SW__SHM_BREAKER && h.fingerprint == sw__brk_fingerprint());
   if (h.kind == SW__SHM_BREAKER) capacity = 0; /* its configuration is its rule */
   out->creator_pid = h.creator_pid;
-  out->owner_uid = uid;
+  out->owner_uid = f.uid;
   out->capacity = out->ready ? capacity : 0;
   out->layout = h.fingerprint;
-  out->size = (int64_t)size;
+  out->size = (int64_t)f.size;
   out->created_unix_ms = h.created_unix_ms;
+  out->allocated = (int64_t)f.allocated;
+  out->fs_free = f.fs_free;
+  out->fs_size = f.fs_size;
   return SW_OK;
 }

@@ -173,11 +173,121 @@ static int sw__shm_validate(const sw__shm_hdr *h, uint64_t size, const sw__shm_k
   return want ? k->matches(h->config, want, name) : SW_OK;
 }
 
+/* ------------------------------------------------------------ reservation */
+
+/* fallocate's unit, and the least it shrinks to while signals interrupt it
+ * (a chunk interrupted is given back whole and done again) */
+#define SW__SHM_RESERVE_CHUNK (8u << 20)
+#define SW__SHM_RESERVE_MIN (64u << 10)
+#define SW__SHM_EINTR_MAX 1000 /* interruptions in a row, then an error */
+
+/* n bytes for a person: "812 bytes", "5.9 MiB". */
+static const char *sw__human(char buf[32], uint64_t n) {
+  if (n < 1024) snprintf(buf, 32, "%llu bytes", (unsigned long long)n);
+  else if (n < (1u << 20)) snprintf(buf, 32, "%.1f KiB", (double)n / 1024);
+  else if (n < (1ull << 30)) snprintf(buf, 32, "%.1f MiB", (double)n / (1 << 20));
+  else snprintf(buf, 32, "%.1f GiB", (double)n / (1 << 30));
+  return buf;
+}
+
+/* SW_ENOMEM for a segment of size bytes that its file system cannot hold:
+ * the size, the free space, and the setting to change. why: the kernel's
+ * answer, or NULL (the free space said so before anything was asked). */
+static int sw__shm_no_room(int fd, const char *name, const sw__shm_kind *k, uint64_t size,
+                           const char *why) {
+  struct statvfs vfs;
+  uint64_t avail = 0, total = 0;
+  if (fstatvfs(fd, &vfs) == 0) {
+    avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+    total = (uint64_t)vfs.f_blocks * vfs.f_frsize;
+  }
+  /* what the file system would need: what others use now, and this segment */
+  uint64_t need_mib = (total - (avail < total ? avail : total) + size + (1u << 20) - 1) >> 20;
+  char fs[4096 + 16], hint[300], hs[32], ha[32], ht[32];
+  if (strchr(name, '/') == NULL) {
+    snprintf(fs, sizeof fs, "/dev/shm");
+    snprintf(hint, sizeof hint, "give /dev/shm at least %llu MiB (docker run --shm-size=%llum; "
+             "Kubernetes: an emptyDir with medium: Memory, sizeLimit: %lluMi, mounted at "
+             "/dev/shm)", (unsigned long long)need_mib, (unsigned long long)need_mib,
+             (unsigned long long)need_mib);
+  } else {
+    const char *slash = strrchr(name, '/');
+    snprintf(fs, sizeof fs, "the file system of %.*s", (int)(slash == name ? 1 : slash - name),
+             name);
+    snprintf(hint, sizeof hint, "give it at least %llu MiB (a tmpfs: its size= mount option)",
+             (unsigned long long)need_mib);
+  }
+  return sw__fail(SW_ENOMEM, "%s %s needs %llu bytes (%s); %s has %s free of %s: %s%s%s%s%s",
+                  k->what, name, (unsigned long long)size, sw__human(hs, size), fs,
+                  sw__human(ha, avail), sw__human(ht, total), hint,
+                  k->kind == SW__SHM_BREAKER ? "" : " or create it with a smaller capacity",
+                  why ? " (" : "", why ? why : "", why ? ")" : "");
+}
+
+/* A zero written into every page of [off, off + len) (the file grows to
+ * off + len): what allocates the pages where fallocate cannot. 0 or errno. */
+static int sw__shm_write_zeros(int fd, uint64_t off, uint64_t len) {
+  const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), end = off + len;
+  for (uint64_t p = off - off % page; p < end; p += page) {
+    uint64_t last = (p + page < end ? p + page : end) - 1;
+    if (last < off) continue;
+    if (pwrite(fd, "", 1, (off_t)last) != 1) return errno ? errno : EIO;
+  }
+  return 0;
+}
+
+/* Give the file size bytes, every page of them allocated now, so that no
+ * page is allocated at a first touch later, where a full file system is a
+ * SIGBUS. fallocate, a chunk at a time; a signal (EINTR: tmpfs gives the
+ * interrupted chunk back) halves the chunk, down to 64 KiB, so that a
+ * profiler's signals slow the reservation down but do not stop it; 1,000
+ * interruptions in a row are an error. A file system that cannot allocate
+ * ahead (fallocate: EOPNOTSUPP — ramfs, some FUSE and NFS mounts) gets a
+ * zero written into each page instead, which allocates it the same way.
+ * On failure the file keeps its header (libsw's mark) and nothing else:
+ * what was reserved is given back. */
+static int sw__shm_reserve(int fd, const char *name, const sw__shm_kind *k, uint64_t size,
+                           uint64_t keep) {
+  bool emulate = false;
+  uint64_t chunk = SW__SHM_RESERVE_CHUNK;
+  int e = 0, interrupted = 0;
+  for (uint64_t off = 0; off < size;) {
+    uint64_t len = size - off < chunk ? size - off : chunk;
+    errno = 0;
+    e = emulate ? sw__shm_write_zeros(fd, off, len)
+                : fallocate(fd, 0, (off_t)off, (off_t)len) == 0 ? 0 : errno;
+    if (e == EINTR && ++interrupted < SW__SHM_EINTR_MAX) {
+      if (chunk > SW__SHM_RESERVE_MIN) chunk /= 2;
+      continue;
+    }
+    if (!emulate && (e == EOPNOTSUPP || e == ENOSYS)) {
+      emulate = true;
+      continue;
+    }
+    if (e != 0) break;
+    interrupted = 0;
+    off += len;
+    SW__KILL_POINT("segment-reserving");
+  }
+  if (e == 0) return SW_OK;
+  int give_back = ftruncate(fd, (off_t)keep); /* the pages reserved so far */
+  (void)give_back;
+  if (e == ENOSPC || e == ENOMEM || e == EDQUOT) {
+    char why[128];
+    snprintf(why, sizeof why, "%s: %s", emulate ? "writing its pages" : "fallocate", strerror(e));
+    return sw__shm_no_room(fd, name, k, size, why);
+  }
+  return sw__fail(SW_EIO, "cannot reserve the %llu bytes of %s %s: %s%s",
+                  (unsigned long long)size, k->what, name, strerror(e),
+                  e == EINTR ? " (interrupted by signals 1000 times in a row)" : "");
+}
+
 /* -------------------------------------------------------------- creation */
 
 /* Make the (locked) file a new segment: empty it, mark it libsw's (magic,
- * kind, not READY), size it, initialise the kind's block, then READY. A
- * process killed at any point leaves a file that the next CREATE takes over. */
+ * kind, not READY), size it with its pages reserved, initialise the kind's
+ * block, then READY. A process killed at any point leaves a file that the
+ * next CREATE takes over. */
 static int sw__shm_create(int fd, sw__shm *s, const char *name, const sw__shm_kind *k,
                           const void *config, uint32_t config_len, uint64_t size, mode_t mode,
                           int64_t uid, int64_t gid) {
@@ -190,11 +300,11 @@ static int sw__shm_create(int fd, sw__shm *s, const char *name, const sw__shm_ki
   if (fchmod(fd, mode) < 0) /* the umask must not narrow what was asked for */
     return sw__fail(SW_EPERM, "cannot set mode %llo on segment %s: %s", (unsigned long long)mode,
                     name, strerror(errno));
+  /* said before anything is written (the reservation below is the proof);
+   * a file system without a size (ramfs: 0 blocks) is not judged by it */
   struct statvfs vfs;
-  if (fstatvfs(fd, &vfs) == 0 && (uint64_t)vfs.f_bavail * vfs.f_frsize < size)
-    return sw__fail(SW_ENOMEM, "segment %s needs %llu bytes, its file system has %llu free",
-                    name, (unsigned long long)size,
-                    (unsigned long long)((uint64_t)vfs.f_bavail * vfs.f_frsize));
+  if (fstatvfs(fd, &vfs) == 0 && vfs.f_blocks > 0 && (uint64_t)vfs.f_bavail * vfs.f_frsize < size)
+    return sw__shm_no_room(fd, name, k, size, NULL);
   sw__shm_hdr h;
   memset(&h, 0, sizeof h);
   h.magic = SW__SHM_MAGIC;
@@ -212,15 +322,14 @@ static int sw__shm_create(int fd, sw__shm *s, const char *name, const sw__shm_ki
   if (pwrite(fd, &h, sizeof h, 0) != (ssize_t)sizeof h)
     return sw__fail(SW_EIO, "cannot write segment %s: %s", name, strerror(errno));
   SW__KILL_POINT("segment-marked");
-  /* sparse: pages are touched (and resident) only as the kind uses them */
-  if (ftruncate(fd, (off_t)size) < 0)
-    return sw__fail(SW_EIO, "cannot size segment %s to %llu bytes: %s", name,
-                    (unsigned long long)size, strerror(errno));
+  /* its size, every page allocated: a full file system is an error now */
+  int rc = sw__shm_reserve(fd, name, k, size, sizeof h);
+  if (rc < 0) return rc;
   SW__KILL_POINT("segment-sized");
   void *map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (map == MAP_FAILED)
     return sw__fail(SW_EIO, "cannot map segment %s: %s", name, strerror(errno));
-  int rc = k->init((char *)map + h.body_off, size - h.body_off, config);
+  rc = k->init((char *)map + h.body_off, size - h.body_off, config);
   if (rc < 0) {
     munmap(map, size);
     return rc;
@@ -366,7 +475,7 @@ fail:
   return rc;
 }
 
-int sw__shm_peek(const char *name, sw__shm_hdr *out, uint64_t *size, uint32_t *uid) {
+int sw__shm_peek(const char *name, sw__shm_hdr *out, sw__shm_file *file) {
   int rc = sw__shm_check_name(name);
   if (rc < 0) return rc;
   char path[4096 + 16];
@@ -387,8 +496,12 @@ int sw__shm_peek(const char *name, sw__shm_hdr *out, uint64_t *size, uint32_t *u
     rc = sw__fail(SW_EFOREIGN, "%s is not a libsw segment (magic 0x%016llx)", path,
                   (unsigned long long)out->magic);
   }
-  *size = (uint64_t)st.st_size;
-  *uid = (uint32_t)st.st_uid;
+  struct statvfs vfs;
+  const bool fs = fstatvfs(fd, &vfs) == 0;
+  *file = (sw__shm_file){(uint64_t)st.st_size, (uint64_t)st.st_blocks * 512,
+                         fs ? (int64_t)((uint64_t)vfs.f_bavail * vfs.f_frsize) : -1,
+                         fs ? (int64_t)((uint64_t)vfs.f_blocks * vfs.f_frsize) : -1,
+                         (uint32_t)st.st_uid};
   close(fd);
   return rc;
 }

@@ -7,7 +7,9 @@
  *   and its checksum, boot id, creator, state) | the kind's block
  *
  * Creation is exclusive (O_EXCL) and marks the file as libsw's before it
- * grows: magic and kind are written first, the state becomes READY last. A
+ * grows: magic and kind are written first, then the file gets its size with
+ * every page allocated (fallocate: a full tmpfs is SW_ENOMEM at the open,
+ * never a SIGBUS at a later first touch), the state becomes READY last. A
  * file that is not libsw's is never taken over; one whose creator died
  * (libsw's magic, not READY) is created again by an open with CREATE. Opens
  * run under flock on the file (bounded wait), which the kernel releases if
@@ -74,10 +76,17 @@ void sw__shm_close(sw__shm *s);
 /* Unmap, and remove the file if this open created it (a failed constructor
  * leaves nothing behind). */
 void sw__shm_abandon(sw__shm *s, const char *name);
+/* What a listing says of a segment's file besides its header. */
+typedef struct sw__shm_file {
+  uint64_t size, allocated; /* bytes: the file's size, and what its file system holds */
+  int64_t fs_free, fs_size; /* its file system's free bytes (-1: unknown) and size */
+  uint32_t uid;
+} sw__shm_file;
 /* The header of the segment at name, read (pread) without a lock, a
  * mapping or a write: SW_EFOREIGN if it is not a regular file with libsw's
- * magic; *size and *uid: the file's. For a listing (sw_segment_probe). */
-int sw__shm_peek(const char *name, sw__shm_hdr *out, uint64_t *size, uint32_t *uid);
+ * magic; *file: the file's size, owner and file system. For a listing
+ * (sw_segment_probe). */
+int sw__shm_peek(const char *name, sw__shm_hdr *out, sw__shm_file *file);
 /* The header of an open segment. */
 static inline const sw__shm_hdr *sw__shm_header(const sw__shm *s) { return s->map; }
 

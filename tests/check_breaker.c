@@ -297,6 +297,7 @@ START_TEST(test_integration_multiple_half_opened_breakers) {
   sw_breaker_info in;
   ck_ok(sw_breaker_stats_at(b[0], now, &in));
   ck_assert_int_eq(in.probes, 10);
+  ck_assert_int_eq(in.probes_lost, 0); /* a place given back is free, not lost */
   ck_assert_int_eq(in.probes_in_flight, 0);
   ck_assert_int_eq(in.total, 1); /* cancelled entries count nothing */
   now += 3000;
@@ -433,6 +434,11 @@ START_TEST(test_half_open_calls) {
   sw_decision d[4];
   trip(b, 0);
   seen(&rec, 0, C, O, 0);
+  sw_breaker_info in;
+  ck_ok(sw_breaker_stats_at(b, 500, &in));
+  ck_assert_int_eq(in.state, O);
+  ck_assert_int_eq(in.state_since_ms, 0); /* open since the trip, until the probe */
+  ck_assert_int_eq(in.next_probe_ms, 1000);
   for (int i = 0; i < 3; i++) {
     ck_ok(sw_breaker_entry_at(b, 1000 + i, &d[i]));
     ck_assert_int_eq(d[i].verdict, SW_VERDICT_PASS);

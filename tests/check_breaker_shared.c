@@ -399,6 +399,159 @@ START_TEST(test_killed_at_kill_points) {
 }
 END_TEST
 
+/* ------------------------------------------------------ damaged fields */
+
+/* Where the fields are, from the block's magic ("SWRK"; the layout of
+ * libsw/breaker/breaker.h, checked below against values this test wrote). */
+enum { AT_SAMPLES = 28, AT_PROBE_TIMEOUT = 80, AT_CALLS = 88, AT_LA_OFF = 16, AT_TOTAL = 8,
+       AT_STATE = 128, AT_CLOCK = 192, AT_PROBE0 = 200 };
+
+/* A breaker segment (3 half-open calls, probe timeout 300 ms) whose
+ * block's offset in the file is returned; path gets its file. */
+static long damaged_fixture(char *name, char *path, const char *tag) {
+  seg_name(name, 64, tag);
+  snprintf(path, 128, "/dev/shm/%s", name);
+  sw_options *o = kill_rule();
+  ck_ok(sw_options_set(o, SW_OPT_BREAKER_HALF_OPEN_CALLS, 3));
+  sw_breaker *b = open_shared(name, o, SW_SEGMENT_RESET);
+  sw_options_free(o);
+  sw_breaker_free(b);
+  int fd = open(path, O_RDONLY);
+  ck_assert_int_ge(fd, 0);
+  unsigned char buf[4096];
+  const ssize_t len = pread(fd, buf, sizeof buf, 0);
+  close(fd);
+  const uint32_t magic = 0x4b525753u;
+  unsigned char *at = memmem(buf, (size_t)len, &magic, sizeof magic);
+  ck_assert_ptr_nonnull(at);
+  int32_t calls;
+  int64_t timeout;
+  memcpy(&calls, at + AT_CALLS, 4);
+  memcpy(&timeout, at + AT_PROBE_TIMEOUT, 8);
+  ck_assert_int_eq(calls, 3);
+  ck_assert_int_eq(timeout, PROBE_TIMEOUT);
+  return (long)(at - buf);
+}
+
+static void poke_at(const char *path, long off, const void *v, size_t n) {
+  int fd = open(path, O_WRONLY);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(pwrite(fd, v, n, off), (ssize_t)n);
+  close(fd);
+}
+
+/* SW_ECORRUPT naming the segment and the field. */
+#define ck_corrupt(call, name, what)                                                          \
+  do {                                                                                        \
+    ck_sw(call, SW_ECORRUPT);                                                                 \
+    ck_assert_msg(strstr(sw_last_error(), name) && strstr(sw_last_error(), what),            \
+                  "message \"%s\" lacks \"%s\" or \"%s\"", sw_last_error(), name, what);         \
+  } while (0)
+
+/* Damaged rule fields and offsets are refused at open, in every mode,
+ * each naming the segment and the field (a half_open_calls of 40 would
+ * have read past the probe places). */
+START_TEST(test_damaged_header_fields) {
+  static const struct {
+    int at;
+    int64_t value;
+    int size;
+    const char *what;
+  } cases[] = {{AT_CALLS, 40, 4, "half_open_calls"},
+               {AT_CALLS, 0, 4, "half_open_calls"},
+               {AT_SAMPLES, 0, 4, "sample_count"},
+               {AT_SAMPLES, 1000, 4, "sample_count"},
+               {AT_PROBE_TIMEOUT, INT64_C(1) << 50, 8, "probe_timeout_ms"},
+               {AT_PROBE_TIMEOUT, -1, 8, "probe_timeout_ms"},
+               {AT_LA_OFF, 12345, 8, "header"},
+               {AT_TOTAL, INT64_C(1) << 40, 8, "header"}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char name[64], path[128];
+    const long blk = damaged_fixture(name, path, "dmg");
+    poke_at(path, blk + cases[i].at, &cases[i].value, (size_t)cases[i].size);
+    const uint32_t modes[] = {0, SW_SEGMENT_READONLY, SW_SEGMENT_CREATE};
+    for (int m = 0; m < 3; m++) {
+      sw_breaker *b = (sw_breaker *)&b;
+      sw_options *o = kill_rule();
+      ck_assert_int_eq(sw_options_set(o, SW_OPT_BREAKER_HALF_OPEN_CALLS, 3), SW_OK);
+      ck_corrupt(sw_breaker_open(&b, name, m == 1 ? NULL : o, modes[m]), name, cases[i].what);
+      ck_assert_ptr_null(b);
+      sw_options_free(o);
+    }
+    ck_ok(sw_segment_unlink(name));
+  }
+}
+END_TEST
+
+/* Every public call on a breaker whose shared words were damaged after it
+ * was opened: a clear error or a decision, never a crash or a hang. */
+static char g_corrupt_msg[512]; /* the last SW_ECORRUPT's message */
+
+static void every_call(sw_breaker *b, int64_t t, int *corrupt) {
+  sw_decision d = {0};
+  sw_breaker_info in;
+  sw_options *o;
+  ck_assert_int_eq(sw_options_create(&o), SW_OK);
+  for (int i = 0; i < 7; i++) {
+    const int rc = i == 0   ? sw_breaker_entry_at(b, t, &d)
+                   : i == 1 ? sw_breaker_exit_at(b, t + 1, &d, 1, SW_EXIT_ERROR)
+                   : i == 2 ? sw_breaker_exit_at(b, t + 1, &d, 0, SW_EXIT_CANCEL)
+                   : i == 3 ? sw_breaker_exit_at(b, t + 1, NULL, 1, 0)
+                   : i == 4 ? sw_breaker_stats_at(b, t, &in)
+                   : i == 5 ? sw_breaker_get_rule(b, o)
+                            : sw_breaker_set_listener(b, NULL, NULL);
+    ck_assert_msg(rc == SW_OK || rc == SW_ECORRUPT, "call %d: %s (%s)", i, sw_err_name(rc),
+                  sw_last_error());
+    if (rc == SW_ECORRUPT) {
+      (*corrupt)++;
+      snprintf(g_corrupt_msg, sizeof g_corrupt_msg, "%s", sw_last_error());
+    }
+  }
+  sw_options_free(o);
+}
+
+START_TEST(test_damaged_shared_words) {
+  static const struct {
+    int at;
+    uint64_t value;
+    bool corrupt; /* some call must say so */
+    const char *what;
+  } cases[] = {
+      {AT_STATE, 3, true, "state word"},                              /* state 3: none */
+      {AT_STATE, UINT64_MAX, true, "state word"},                     /* state 3, huge time */
+      {AT_STATE, (UINT64_C(1) << 61) << 2, true, "state word"},       /* closed, time past any */
+      {AT_STATE, (UINT64_C(1000) << 2) | 1, false, NULL},             /* open until 1000 */
+      {AT_CLOCK, INT64_MAX, true, "clock word"},                      /* and open: half-open */
+      {AT_PROBE0, UINT64_MAX, false, NULL},                           /* a place: done, far */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char name[64], path[128];
+    const long blk = damaged_fixture(name, path, "word");
+    sw_options *o = kill_rule();
+    ck_ok(sw_options_set(o, SW_OPT_BREAKER_HALF_OPEN_CALLS, 3));
+    sw_breaker *b = open_shared(name, o, 0);
+    sw_options_free(o);
+    if (cases[i].at == AT_CLOCK || cases[i].at == AT_PROBE0) {
+      ck_ok(sw_breaker_exit_at(b, 1000, NULL, 1, SW_EXIT_ERROR)); /* open until 2000 */
+      if (cases[i].at == AT_PROBE0) {
+        sw_decision d;
+        ck_ok(sw_breaker_entry_at(b, 2000, &d)); /* half-open, a probe in place 0 */
+      }
+    }
+    poke_at(path, blk + cases[i].at, &cases[i].value, 8);
+    int corrupt = 0;
+    for (int64_t t = 2000; t <= 4000; t += 500) every_call(b, t, &corrupt);
+    if (cases[i].corrupt) {
+      ck_assert_msg(corrupt > 0, "case %zu: no call reported the damage", i);
+      ck_assert_msg(strstr(g_corrupt_msg, name) && strstr(g_corrupt_msg, cases[i].what),
+                    "case %zu: \"%s\"", i, g_corrupt_msg);
+    }
+    sw_breaker_free(b);
+    ck_ok(sw_segment_unlink(name));
+  }
+}
+END_TEST
+
 /* ----------------------------------------------------------------- threads */
 
 #define NTHREADS 4
@@ -495,7 +648,8 @@ int main(int argc, char **argv) {
   if (argc == 4 && strcmp(argv[1], "--victim-exit") == 0) return exit_victim(argv[2], argv[3]);
   g_main_pid = (int)getpid();
   Suite *s = suite_create("breaker_shared");
-  SW_TCASE(s, "segment", test_two_handles_one_breaker, test_corrupt_and_foreign);
+  SW_TCASE(s, "segment", test_two_handles_one_breaker, test_corrupt_and_foreign,
+           test_damaged_header_fields, test_damaged_shared_words);
   SW_TCASE(s, "processes", test_four_processes, test_killed_at_kill_points,
            test_same_ms_probes_end_together);
   SW_TCASE(s, "threads", test_threads_exact_counts, test_threads_racing_for_probes);

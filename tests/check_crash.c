@@ -261,10 +261,13 @@ END_TEST
 
 /* ---- kills at exact points (the library's SW_TEST_KILL_AT) ------------- */
 
+static int cancel_victim(const char *action, const char *seg_name);
+
 /* What a victim process does before it is killed at its point. */
 static int victim(const char *action, const char *seg_name) {
   sw_segment *seg;
   sw_limiter *l;
+  if (strncmp(action, "cancel-", 7) == 0) return cancel_victim(action + 7, seg_name);
   uint32_t flags = strcmp(action, "create") == 0 ? SW_SEGMENT_CREATE : 0;
   if (sw_segment_open(&seg, seg_name, 8, NULL, flags) != SW_OK) return 3;
   if (strcmp(action, "rule") == 0) {
@@ -523,6 +526,221 @@ START_TEST(test_insert_lock_held_by_stopped_process) {
 }
 END_TEST
 
+/* ---- a cancel killed or stopped between its writes ---------------------- */
+
+#define CT INT64_C(1000000) /* a round second */
+
+/* The cancel victims, on limiter "a" (the parent set its rule and filled
+ * it): an entry, then its cancel; 20 when both went as expected.
+ *   pass:   reject, 3 units at CT + 100
+ *   borrow: a prioritized entry at CT + 100 (the parent filled the interval)
+ *   pacing: pacing 10/s, two entries at CT (pass, wait 100 ms), the second
+ *           cancelled
+ *   one:    reject, 1 unit at CT + 100 */
+static int cancel_victim(const char *what, const char *seg_name) {
+  sw_segment *seg;
+  sw_limiter *l;
+  sw_decision d;
+  if (sw_segment_open(&seg, seg_name, 8, NULL, SW_SEGMENT_ATTACH) != SW_OK ||
+      sw_registry_get(sw_segment_registry(seg), "a", &l) != SW_OK)
+    return 3;
+  int rc;
+  if (strcmp(what, "pass") == 0)
+    rc = sw_limiter_entry_at(l, CT + 100, 3, 0, &d) == SW_OK && d.verdict == SW_VERDICT_PASS;
+  else if (strcmp(what, "borrow") == 0)
+    rc = sw_limiter_entry_at(l, CT + 100, 1, SW_ENTRY_PRIORITIZED, &d) == SW_OK &&
+         d.verdict == SW_VERDICT_WAIT;
+  else if (strcmp(what, "pacing") == 0)
+    rc = sw_limiter_entry_at(l, CT, 1, 0, &d) == SW_OK && d.verdict == SW_VERDICT_PASS &&
+         sw_limiter_entry_at(l, CT, 1, 0, &d) == SW_OK && d.verdict == SW_VERDICT_WAIT;
+  else
+    rc = sw_limiter_entry_at(l, CT + 100, 1, 0, &d) == SW_OK && d.verdict == SW_VERDICT_PASS;
+  if (!rc) return 4;
+  if (sw_limiter_cancel(l, &d) != SW_OK) return 5;
+  sw_segment_close(seg);
+  return 20;
+}
+
+/* A segment whose limiter "a" is ready for the victim `what`. */
+static sw_segment *cancel_segment(const char *name, const char *what, int stripes,
+                                  sw_limiter **a) {
+  sw_options *o;
+  ck_ok(sw_options_create(&o));
+  ck_ok(sw_options_set_double(o, SW_OPT_THRESHOLD, strcmp(what, "borrow") == 0 ? 10 : 100));
+  if (strcmp(what, "pacing") == 0) ck_ok(sw_options_set(o, SW_OPT_BEHAVIOR, SW_BEHAVIOR_PACING));
+  if (strcmp(what, "pacing") == 0) ck_ok(sw_options_set_double(o, SW_OPT_THRESHOLD, 10));
+  ck_ok(sw_options_set(o, SW_OPT_STRIPES, stripes));
+  sw_segment *seg;
+  sw_segment_unlink(name);
+  ck_ok(sw_segment_open(&seg, name, 8, o, SW_SEGMENT_CREATE));
+  sw_options_free(o);
+  ck_ok(sw_registry_get(sw_segment_registry(seg), "a", a));
+  sw_decision d;
+  if (strcmp(what, "borrow") == 0) { /* a full interval: the victim borrows 400 ms ahead */
+    ck_ok(sw_limiter_entry_at(*a, CT - 400, 10, SW_ENTRY_NO_EXIT, &d));
+    ck_assert_int_eq(d.verdict, SW_VERDICT_PASS);
+  }
+  return seg;
+}
+
+typedef struct cancel_state {
+  int64_t window, minute, in_flight, waiting, occupied;
+} cancel_state;
+
+static cancel_state cancel_state_of(sw_limiter *l, int64_t t) {
+  sw_node *n = sw_limiter_node(l);
+  return (cancel_state){sw_metric_window_pass_at(sw_node_second_metric(n), t),
+                        sw_node_total_pass_at(n, t), sw_node_concurrency(n),
+                        sw_node_waiting_at(n, t),
+                        sw_metric_occupied_pass_at(sw_node_minute_metric(n), t)};
+}
+
+#define ck_cancel_state(l, t, w, m, f, wt, oc, what)                                      \
+  do {                                                                                     \
+    cancel_state s_ = cancel_state_of((l), (t));                                           \
+    ck_assert_msg(s_.window == (w) && s_.minute == (m) && s_.in_flight == (f) &&           \
+                      s_.waiting == (wt) && s_.occupied == (oc),                           \
+                  "%s: window %lld minute %lld in flight %lld waiting %lld occupied %lld, " \
+                  "expected %d %d %d %d %d", what, (long long)s_.window,                   \
+                  (long long)s_.minute, (long long)s_.in_flight, (long long)s_.waiting,    \
+                  (long long)s_.occupied, (w), (m), (f), (wt), (oc));                      \
+  } while (0)
+
+/* The next pacing entry's wait at CT (the queue the victim left). */
+static int64_t pacing_wait(sw_limiter *l) {
+  sw_decision d;
+  ck_ok(sw_limiter_entry_at(l, CT, 1, SW_ENTRY_NO_EXIT, &d));
+  return d.wait_ms;
+}
+
+/* Every write of a cancel, killed there: the give-backs before it are
+ * done, those after it are not (the entry stays counted in part), no count
+ * goes wrong elsewhere, and the others go on entering and cancelling. */
+START_TEST(test_killed_inside_cancel) {
+  static const struct {
+    const char *what, *point;
+    int window, minute, in_flight, waiting, occupied, wait;
+  } k[] = {
+      {"pass", "cancel-second", 3, 3, 1, 0, 0, 0},
+      {"pass", "cancel-minute", 0, 3, 1, 0, 0, 0},
+      {"pass", "cancel-in-flight", 0, 0, 1, 0, 0, 0},
+      {"borrow", "cancel-future", 0, 11, 1, 1, 1, 0},
+      {"borrow", "cancel-minute", 0, 11, 1, 0, 1, 0},
+      {"borrow", "cancel-in-flight", 0, 10, 1, 0, 0, 0},
+      {"pacing", "cancel-second", 2, 2, 2, 0, 0, 200},
+      {"pacing", "cancel-minute", 1, 2, 2, 0, 0, 200},
+      {"pacing", "cancel-queue", 1, 1, 2, 0, 0, 200},
+      {"pacing", "cancel-in-flight", 1, 1, 2, 0, 0, 100},
+  };
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+    char name[64], action[32];
+    snprintf(name, sizeof name, "sw-crash-cancel-%d", (int)getpid());
+    snprintf(action, sizeof action, "cancel-%s", k[i].what);
+    sw_limiter *a;
+    sw_segment *seg = cancel_segment(name, k[i].what, 4, &a);
+    sw_test_killed_at(k[i].point, action, name);
+    const int64_t t = strcmp(k[i].what, "pacing") == 0 ? CT : CT + 100;
+    char what[64];
+    snprintf(what, sizeof what, "%s killed at %s", k[i].what, k[i].point);
+    ck_cancel_state(a, t, k[i].window, k[i].minute, k[i].in_flight, k[i].waiting,
+                    k[i].occupied, what);
+    if (k[i].wait) ck_assert_int_eq(pacing_wait(a), k[i].wait);
+    IN_BOUNDED_CHILD({ /* the others go on: an entry and its cancel, in full */
+      sw_segment *mine;
+      sw_limiter *x;
+      sw_decision d;
+      CHECK(sw_segment_open(&mine, name, 8, NULL, SW_SEGMENT_ATTACH) == SW_OK);
+      CHECK(sw_registry_get(sw_segment_registry(mine), "a", &x) == SW_OK);
+      cancel_state before = cancel_state_of(x, t);
+      const uint32_t flags = strcmp(k[i].what, "borrow") == 0 ? SW_ENTRY_PRIORITIZED : 0;
+      CHECK(sw_limiter_entry_at(x, t, 1, flags, &d) == SW_OK && d.verdict != SW_VERDICT_BLOCK);
+      CHECK(sw_limiter_cancel(x, &d) == SW_OK);
+      cancel_state after = cancel_state_of(x, t);
+      CHECK(memcmp(&before, &after, sizeof before) == 0);
+    });
+    sw_segment_close(seg);
+    sw_segment_unlink(name);
+  }
+}
+END_TEST
+
+/* Every write of a cancel, the process stopped there: the others never
+ * wait for it (entries, cancels and window resets go on), and once it goes
+ * on, the cancel is whole. */
+START_TEST(test_cancel_stopped_at_each_write) {
+  static const struct {
+    const char *what, *point;
+  } k[] = {{"pass", "cancel-second"},    {"pass", "cancel-minute"},
+           {"pass", "cancel-in-flight"}, {"borrow", "cancel-future"},
+           {"borrow", "cancel-minute"},  {"pacing", "cancel-queue"}};
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+    char name[64], action[32], what[64];
+    snprintf(name, sizeof name, "sw-crash-cstop-%d", (int)getpid());
+    snprintf(action, sizeof action, "cancel-%s", k[i].what);
+    snprintf(what, sizeof what, "%s stopped at %s", k[i].what, k[i].point);
+    sw_limiter *a;
+    sw_segment *seg = cancel_segment(name, k[i].what, 4, &a);
+    const int64_t t = strcmp(k[i].what, "pacing") == 0 ? CT : CT + 100;
+    cancel_state before = cancel_state_of(a, t);
+    pid_t late = stop_at(k[i].point, action, name);
+    IN_BOUNDED_CHILD({
+      sw_segment *mine;
+      sw_limiter *x, *y;
+      sw_decision d;
+      CHECK(sw_segment_open(&mine, name, 8, NULL, SW_SEGMENT_ATTACH) == SW_OK);
+      CHECK(sw_registry_get(sw_segment_registry(mine), "a", &x) == SW_OK);
+      CHECK(sw_registry_get(sw_segment_registry(mine), "b", &y) == SW_OK);
+      for (int64_t at = t; at < t + 5000; at += 250) { /* new windows: resets */
+        CHECK(sw_limiter_entry_at(y, at, 1, 0, &d) == SW_OK && d.verdict != SW_VERDICT_BLOCK);
+        CHECK(sw_limiter_cancel(y, &d) == SW_OK);
+      }
+      CHECK(sw_limiter_entry_at(x, t, 1, SW_ENTRY_NO_EXIT, &d) == SW_OK);
+      CHECK(sw_limiter_cancel(x, &d) == SW_OK);
+    });
+    kill(late, SIGCONT);
+    int status;
+    ck_assert_int_eq(waitpid(late, &status, 0), late);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 20, "%s: status %d", what, status);
+    const int kept = strcmp(k[i].what, "pacing") == 0; /* its first entry stays */
+    ck_cancel_state(a, t, (int)before.window + kept, (int)before.minute + kept,
+                    (int)before.in_flight + kept, (int)before.waiting, (int)before.occupied,
+                    what);
+    sw_segment_close(seg);
+    sw_segment_unlink(name);
+  }
+}
+END_TEST
+
+/* A cancel stopped between its check of the window and its CAS while the
+ * slot is reset twice: the body it holds now counts a newer window. When
+ * that window's word happens to hold the value the cancel read, the CAS
+ * succeeds there, and the cancel, seeing the slot moved on, puts it back;
+ * otherwise the CAS fails and the cancel finds the slot moved on. Either
+ * way the newer window keeps its count exactly (one stripe: the words meet). */
+START_TEST(test_cancel_stopped_across_two_resets) {
+  for (int same = 0; same < 2; same++) {
+    char name[64];
+    snprintf(name, sizeof name, "sw-crash-creset-%d", (int)getpid());
+    sw_limiter *a;
+    sw_segment *seg = cancel_segment(name, "one", 1, &a);
+    pid_t late = stop_at("cancel-second", "cancel-one", name); /* read 1 in window CT */
+    sw_decision d;
+    ck_ok(sw_limiter_entry_at(a, CT + 1100, 1, SW_ENTRY_NO_EXIT, &d)); /* slot 0: reset */
+    ck_ok(sw_limiter_entry_at(a, CT + 2100, same ? 1 : 2, SW_ENTRY_NO_EXIT, &d)); /* again */
+    kill(late, SIGCONT);
+    int status;
+    ck_assert_int_eq(waitpid(late, &status, 0), late);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 20, "status %d", status);
+    sw_metric *sec = sw_node_second_metric(sw_limiter_node(a));
+    ck_assert_int_eq(sw_metric_window_pass_at(sec, CT + 2100), (same ? 1 : 2));
+    ck_assert_int_eq(sw_node_total_pass_at(sw_limiter_node(a), CT + 2100), (same ? 2 : 3));
+    ck_assert_int_eq(sw_node_concurrency(sw_limiter_node(a)), 0);
+    sw_segment_close(seg);
+    sw_segment_unlink(name);
+  }
+}
+END_TEST
+
 int main(int argc, char **argv) {
   if (argc == 4 && strcmp(argv[1], "--victim") == 0) return victim(argv[2], argv[3]);
   Suite *s = suite_create("crash");
@@ -530,5 +748,7 @@ int main(int argc, char **argv) {
   SW_TCASE(s, "kill points", test_killed_inside_rule_write, test_killed_inside_registry_insert,
            test_killed_inside_segment_creation, test_rule_lock_held_by_stopped_process,
            test_insert_lock_held_by_stopped_process, test_strict_admission_across_a_boundary);
+  SW_TCASE(s, "cancel", test_killed_inside_cancel, test_cancel_stopped_at_each_write,
+           test_cancel_stopped_across_two_resets);
   return sw_test_run(s);
 }

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "receipt.h"
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -66,7 +67,8 @@ static sw_limiter *warm_new(int behavior, double threshold, int64_t sec, int64_t
 /* Decide an entry; the call itself must succeed. */
 #define ENTER(l, t, n, flags, d) ck_ok(sw_limiter_entry_at((l), (t), (n), (flags), &(d)))
 
-/* Check every field of a decision (borrowed and receipt included). */
+/* Check every field of a decision (borrowed and receipt included): an
+ * admission's receipt names its kind (receipt.h), a block's is zero. */
 #define ck_decision(d, v, wait, retry, rem, borrow)                                        \
   do {                                                                                     \
     const sw_decision *d_ = &(d);                                                          \
@@ -81,7 +83,13 @@ static sw_limiter *warm_new(int behavior, double threshold, int64_t sec, int64_t
     ck_assert_int_eq(d_->would_block, 0);                                                \
     ck_assert_int_eq(d_->full, 0);                                                 \
     ck_assert_int_eq(d_->probe, 0); /* a breaker's field */                             \
-    for (int k_ = 0; k_ < 2; k_++) ck_assert_int_eq(d_->receipt[k_], 0);                 \
+    const uint64_t kind_ = (uint64_t)d_->receipt[1] >> SW__RC_KIND_SHIFT & 3;             \
+    if (d_->verdict == BLOCK)                                                             \
+      ck_assert(d_->receipt[0] == 0 && d_->receipt[1] == 0);                              \
+    else if (d_->borrowed)                                                                \
+      ck_assert_uint_eq(kind_, SW__RC_BORROW);                                            \
+    else                                                                                  \
+      ck_assert(kind_ == SW__RC_PASS || kind_ == SW__RC_PACING);                          \
   } while (0)
 
 #define PASS SW_VERDICT_PASS
@@ -414,6 +422,54 @@ START_TEST(test_prioritized_walk_subtracts_borrowed_window) {
   ENTER(l, 1000003146, 1, SW_ENTRY_PRIORITIZED, d);
   ck_decision(d, WAIT, 354, 0, 0, 1);
   sw_limiter_free(l);
+}
+END_TEST
+
+/* Issue 24 case 12, Sentinel's flow controllers side by side: passes
+ * borrowed into window 1500 that no entry touches live only in the borrow
+ * array; the borrow at 2060 (for 2500) reuses that slot while 1500 is still
+ * in the interval. The borrowed pass must still count there (pass_qps 3,
+ * as Sentinel's), so the entry at 2100 is blocked; it used to vanish, and
+ * the limit admitted it again. Entries [t, n, prioritized, hold_ms] =
+ * [920,1,0,2000] [920,2,0,300] [1030,1,1,-] [2000,1,0,-] [2005,1,1,-]
+ * [2060,1,1,300], t past a round second; both strict modes. */
+START_TEST(test_prioritized_borrowed_pass_outlives_its_slot) {
+  for (int strict = 0; strict < 2; strict++) {
+    sw_options *o = rule_opts(SW_GRADE_QPS, SW_BEHAVIOR_REJECT, 3);
+    ck_ok(sw_options_set(o, SW_OPT_STRICT, strict));
+    sw_limiter *l = limiter_from(o);
+    sw_options_free(o);
+    sw_node *node = sw_limiter_node(l);
+    const int64_t b = 1000000; /* a round second */
+    sw_decision d;
+    ENTER(l, b + 920, 1, 0, d);
+    ck_assert_int_eq(d.verdict, PASS);
+    ENTER(l, b + 920, 2, 0, d);
+    ck_assert_int_eq(d.verdict, PASS);
+    ENTER(l, b + 1030, 1, SW_ENTRY_PRIORITIZED, d); /* borrows window 1500 */
+    ck_assert_int_eq(d.verdict, WAIT);
+    ck_assert_int_eq(d.wait_ms, 470);
+    ck_ok(sw_limiter_exit_at(l, b + 1220, 300, 2, 0));
+    ENTER(l, b + 2000, 1, 0, d);
+    ck_assert_int_eq(d.verdict, PASS);
+    ENTER(l, b + 2005, 1, SW_ENTRY_PRIORITIZED, d);
+    ck_assert_int_eq(d.verdict, PASS);
+    ENTER(l, b + 2060, 1, SW_ENTRY_PRIORITIZED, d); /* borrows window 2500: slot of 1500 */
+    ck_assert_int_eq(d.verdict, WAIT);
+    ck_assert_int_eq(d.wait_ms, 440);
+    ck_assert_msg(sw_node_pass_qps_at(node, b + 2060) == 3.0, "strict %d: pass_qps %g",
+                  strict, sw_node_pass_qps_at(node, b + 2060));
+    ENTER(l, b + 2100, 1, 0, d);
+    ck_assert_msg(d.verdict == BLOCK, "strict %d: the vanished pass was admitted again",
+                  strict);
+    ck_assert_int_eq(sw_node_waiting_at(node, b + 2100), 1);
+    /* 1500 leaves the interval at 2500, when the pass borrowed for it comes in */
+    ck_assert(sw_node_pass_qps_at(node, b + 2499) == 3.0);
+    ck_assert(sw_node_pass_qps_at(node, b + 2500) == 3.0);
+    ck_ok(sw_limiter_exit_at(l, b + 2360, 300, 1, 0));
+    ck_ok(sw_limiter_exit_at(l, b + 2920, 2000, 1, 0));
+    sw_limiter_free(l);
+  }
 }
 END_TEST
 
@@ -1635,7 +1691,8 @@ int main(void) {
            test_entry_and_exit_records);
   SW_TCASE(s, "prioritized", test_prioritized_borrows_next_window,
            test_prioritized_pass_visible_at_window_start, test_prioritized_borrow_limit,
-           test_prioritized_ignored_elsewhere, test_prioritized_walk_subtracts_borrowed_window);
+           test_prioritized_ignored_elsewhere, test_prioritized_walk_subtracts_borrowed_window,
+           test_prioritized_borrowed_pass_outlives_its_slot);
   SW_TCASE(s, "pacing", test_pacing_queue, test_pacing_spacing,
            test_pacing_cost_and_queue_option, test_pacing_java_ports, test_pacing_go_ports,
            test_pacing_zero_units, test_pacing_sub_millisecond_cost,

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Rules as data (libsw/rules.c): Sentinel's FlowRule JSON list parsed into
  * rule options and written back in the canonical form; a bad list refused
- * whole, naming the rule and the field. And SW_SEGMENT_ATTACH, which
+ * whole, naming the rule and the field; duplicates found in long lists, and
+ * a list over its bound refused before it is parsed. And SW_SEGMENT_ATTACH, which
  * swctl rules apply opens segments with: read-write, whatever their
  * geometry, never creating one. Skipped (77) by a libsw without jansson. */
 #include <string.h>
@@ -132,6 +133,103 @@ START_TEST(test_bad_lists_name_rule_and_field) {
 }
 END_TEST
 
+/* ------------------------------------------------------ large lists */
+
+#define RULES_MAX 100000 /* the most one list holds (rules.c) */
+
+/* A list of n rules, resource "r<i>" (tricky: "r<i>,]\"[", commas and
+ * brackets inside the string); rule bad (from 1; 0: none) is the text
+ * bad_rule instead. Caller frees. */
+static char *many_rules(long n, int tricky, long bad, const char *bad_rule, size_t *len) {
+  size_t cap = (size_t)n * 48 + strlen(bad_rule) + 16;
+  char *json = malloc(cap);
+  ck_assert_ptr_nonnull(json);
+  size_t at = 0;
+  json[at++] = '[';
+  for (long i = 1; i <= n; i++) {
+    if (i > 1) json[at++] = ',';
+    if (i == bad) at += (size_t)snprintf(json + at, cap - at, "%s", bad_rule);
+    else at += (size_t)snprintf(json + at, cap - at, "{\"resource\":\"r%ld%s\",\"count\":1}", i,
+                                tricky ? ",]\\\"[" : "");
+  }
+  json[at++] = ']';
+  json[at] = '\0';
+  *len = at;
+  return json;
+}
+
+/* A duplicate found in a long list names both rules; the index of the
+ * resources holds across its growth (each name added again: SW_EEXIST
+ * naming its own rule). */
+START_TEST(test_duplicates_in_long_lists) {
+  size_t len;
+  char *json = many_rules(5000, 0, 4000, "{\"resource\":\"r1234\",\"count\":2}", &len);
+  sw_rules *r = (sw_rules *)&r;
+  ck_sw(sw_rules_parse(&r, json, len), SW_EEXIST);
+  ck_assert_ptr_null(r);
+  ck_msg_has("rule 4000: resource \"r1234\" already has rule 1234");
+  free(json);
+  ck_ok(sw_rules_create(&r));
+  char name[32];
+  for (int i = 0; i < 3000; i++) {
+    snprintf(name, sizeof name, "name-%d", i);
+    ck_ok(sw_rules_add(r, name, NULL, -1, 0));
+  }
+  for (int i = 0; i < 3000; i++) {
+    snprintf(name, sizeof name, "name-%d", i);
+    ck_sw(sw_rules_add(r, name, NULL, -1, 0), SW_EEXIST);
+    char want[64];
+    snprintf(want, sizeof want, "already has rule %d", i + 1);
+    ck_msg_has(want);
+  }
+  ck_assert_uint_eq(sw_rules_count(r), 3000);
+  const char *res;
+  ck_ok(sw_rules_at(r, 2999, &res, NULL, NULL, NULL));
+  ck_assert_str_eq(res, "name-2999");
+  sw_rules_free(r);
+}
+END_TEST
+
+/* The bound: a list of 100,000 elements is parsed (its first rule, bad,
+ * is what refuses it: commas and brackets inside strings are not
+ * elements); one of 100,001 is refused before any rule is parsed — a
+ * malformed element past the bound, or a bad value before it, is never
+ * reached: the message names the bound. sw_rules_add stops at the bound. */
+START_TEST(test_bound_before_parsing) {
+  static const char bad_count[] = "{\"resource\":\"x\",\"count\":-1}";
+  size_t len;
+  char *json = many_rules(RULES_MAX, 1, 1, bad_count, &len);
+  sw_rules *r = (sw_rules *)&r;
+  ck_sw(sw_rules_parse(&r, json, len), SW_EINVAL);
+  ck_msg_has("rule 1 (resource \"x\"): count");
+  free(json);
+  /* a bad value past the bound and before it; bad JSON past it (before
+   * it, an unclosed brace hides the elements after it: jansson says) */
+  const struct {
+    const char *text;
+    long at;
+  } bad[] = {{bad_count, RULES_MAX + 1}, {bad_count, 2}, {"{bad json", RULES_MAX + 1}};
+  for (size_t b = 0; b < sizeof bad / sizeof *bad; b++) {
+    json = many_rules(RULES_MAX + 1, 1, bad[b].at, bad[b].text, &len);
+    r = (sw_rules *)&r;
+    ck_sw(sw_rules_parse(&r, json, len), SW_EFULL);
+    ck_assert_ptr_null(r);
+    ck_msg_has("more than 100000 rules in the list");
+    free(json);
+  }
+  ck_ok(sw_rules_create(&r));
+  char name[32];
+  for (int i = 0; i < RULES_MAX; i++) {
+    snprintf(name, sizeof name, "n%d", i);
+    ck_ok(sw_rules_add(r, name, NULL, -1, 0));
+  }
+  ck_sw(sw_rules_add(r, "one more", NULL, -1, 0), SW_EFULL);
+  ck_msg_has("more than 100000 rules");
+  ck_assert_uint_eq(sw_rules_count(r), RULES_MAX);
+  sw_rules_free(r);
+}
+END_TEST
+
 /* A segment of any capacity and geometry, attached read-write by name
  * alone: a rule written there is every process's. */
 START_TEST(test_attach_any_geometry) {
@@ -171,6 +269,7 @@ int main(void) {
   Suite *s = suite_create("rules");
   SW_TCASE(s, "json", test_sentinel_dashboard_example, test_canonical_round_trip,
            test_bad_lists_name_rule_and_field);
+  SW_TCASE(s, "large lists", test_duplicates_in_long_lists, test_bound_before_parsing);
   SW_TCASE(s, "attach", test_attach_any_geometry);
   int rc = sw_test_run(s);
   cleanup();

@@ -57,4 +57,4 @@ sw_build() {
   make -C "$dir" -s -j"$(nproc)" >/dev/null
 }
 
-SW_C_PKGS="gcc make autoconf automake libtool pkgconf check libhiredis-dev libmicrohttpd-dev libjansson-dev man-db"
+SW_C_PKGS="gcc make autoconf automake libtool pkgconf check libhiredis-dev libmicrohttpd-dev libjansson-dev man-db python3-yaml"

@@ -46,9 +46,10 @@ typedef struct command {
 static const command commands[] = {
     {"ls", "ls [DIR...] [--json]",
      "The libsw segments of /dev/shm (or of the directories given), known by their\n"
-     "header: size, kind, capacity, names or keys in use, the creating process (\"gone\"\n"
-     "if it has exited), its owner, when it was made, and its layout (\"current\": this\n"
-     "swctl can read it; \"other\": made by another libsw version).\n"
+     "header: kind, size (* when its pages are not reserved: made by an older libsw),\n"
+     "the free space of its file system, capacity, names or keys in use, the creating\n"
+     "process (\"gone\" if it has exited), its owner, when it was made, and its layout\n"
+     "(\"current\": this swctl can read it; \"other\": made by another libsw version).\n"
      "  --json    one JSON array of objects instead of the table\n",
      " --json "},
     {"list", "list " SEGMENTS " [--top N] [--json]",
@@ -67,10 +68,12 @@ static const command commands[] = {
      " --top --all "},
     {"serve", "serve " SEGMENTS " [--listen HOST:PORT] [--seconds N] [--log-dir DIR]\n"
               "            [--app NAME] [--log-max-size BYTES] [--log-max-files N]\n"
-              "            [--max-connections N] [--read-timeout S] [--write-timeout S] [--top N]",
+              "            [--max-connections N] [--read-timeout S] [--write-timeout S] [--top N]\n"
+              "            [--rescan S]",
      "HTTP: /metrics (Prometheus), / (the live dashboard), /api/series (its data), for\n"
      "every segment given on one port, each series labelled by its segment. With --all,\n"
-     "segments created later are served from the next rescan (every 5 s).\n" SEGMENTS_HELP
+     "segments created later are served from the next rescan (every 5 s: --rescan).\n"
+     SEGMENTS_HELP
      "  --listen HOST:PORT    where to serve, HOST an IP address (default 127.0.0.1:9464)\n"
      "  --seconds N           stop after N seconds (default: until SIGINT / SIGTERM)\n"
      "  --log-dir DIR         also write Sentinel's per-second metric log there, one file\n"
@@ -80,8 +83,10 @@ static const command commands[] = {
      "  --log-max-files N     keep N log files in all (default 6)\n"
      "  --max-connections N   connections open at once; more are refused (default 128)\n"
      "  --read-timeout S      a request must arrive within S seconds (default 10)\n"
-     "  --write-timeout S     its reply must be taken within S seconds after (default 30)\n",
-     " --top --all --listen --max-connections --read-timeout --write-timeout" LOG_OPTIONS},
+     "  --write-timeout S     its reply must be taken within S seconds after (default 30)\n"
+     "  --rescan S            with --all, look for new segments every S seconds (default 5)\n",
+     " --top --all --listen --max-connections --read-timeout --write-timeout --rescan"
+     LOG_OPTIONS},
     {"rules", "rules get SEGMENT | rules apply SEGMENT FILE | rules check FILE",
      "Flow rules as JSON, in Sentinel's FlowRule format (a list of objects: resource,\n"
      "grade, count, controlBehavior, warmUpPeriodSec, maxQueueingTimeMs, ...) with\n"
@@ -245,6 +250,7 @@ typedef struct args {
   const char *log_dir, *app;
   long long max_size;
   int max_files;
+  long long rescan_s; /* serve --all: between two rescans */
 } args;
 
 /* Parse argv[2..]: 0, or the exit status (a message said why). */
@@ -290,6 +296,8 @@ static int parse(args *a, int argc, char **argv) {
       a->so.read_timeout_s = (unsigned)v;
     else if (strcmp(opt, "--write-timeout") == 0 && (v = number(opt, val, 1, 86400)) >= 0)
       a->so.write_timeout_s = (unsigned)v;
+    else if (strcmp(opt, "--rescan") == 0 && (v = number(opt, val, 1, 86400)) >= 0)
+      a->rescan_s = v;
     if (v < 0) return 2;
   }
   return 0;
@@ -349,9 +357,11 @@ typedef struct rescan_ctx {
   swctl_list failed; /* segments that could not be opened: not tried again */
 } rescan_ctx;
 
+/* name is served already: by any segment of the chain (a registry, a keyed
+ * table, a breaker), never by the host that heads it */
 static int in_chain(const swctl *c, const char *name) {
   for (; c; c = c->next)
-    if ((c->seg || c->keyed) && strcmp(c->segment_name, name) == 0) return 1;
+    if (!swctl_is_host(c) && strcmp(c->segment_name, name) == 0) return 1;
   return 0;
 }
 
@@ -405,6 +415,7 @@ static int serve(const args *a, int listen_too) {
   if (a->all) {
     host.rescan = rescan;
     host.rescan_user = &ctx;
+    host.rescan_ms = a->rescan_s * 1000;
   }
   int rc = 0;
   swctl **tail = &host.next;

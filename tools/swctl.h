@@ -20,6 +20,7 @@
 #include <sw/sw.h>
 
 #define SWCTL_HISTORY 60 /* seconds of history per resource */
+#define SWCTL_RESCAN_MS 5000 /* serve --all: the segments that appeared, every 5 s */
 
 /* One second of a resource (wall-clock start). */
 typedef struct swctl_second {
@@ -85,6 +86,7 @@ typedef struct swctl {
    * or NULL); swctl_run appends them under the lock */
   struct swctl *(*rescan)(struct swctl *host);
   void *rescan_user;
+  int64_t rescan_ms; /* between two rescans (0: SWCTL_RESCAN_MS) */
   swctl_resource *res;
   int nres, capres;
   int64_t wall_offset; /* unix ms - monotonic ms, at the last poll */

@@ -207,8 +207,6 @@ static int64_t mono_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Every few seconds, the segments that appeared (--all), after the tail. */
-#define SWCTL_RESCAN_MS 5000
 
 int swctl_run(swctl *c, long seconds, volatile int *stop, void (*tick)(void *user), void *user) {
   int64_t end = seconds < 0 ? INT64_MAX : mono_ms() + seconds * 1000, next_poll = 0;
@@ -219,7 +217,7 @@ int swctl_run(swctl *c, long seconds, volatile int *stop, void (*tick)(void *use
       swctl *added = NULL;
       if (c->rescan && now >= next_rescan) { /* opens: outside the lock */
         added = c->rescan(c);
-        next_rescan = now + SWCTL_RESCAN_MS;
+        next_rescan = now + (c->rescan_ms > 0 ? c->rescan_ms : SWCTL_RESCAN_MS);
       }
       for (swctl *s = c; s; s = s->next)
         if (s->keyed) swctl_keyed_scan(s); /* the long part, before the lock */

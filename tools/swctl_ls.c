@@ -163,8 +163,10 @@ static const char *layout_name(const sw_segment_info *in) {
 static void row_json(swctl_buf *b, const ls_row *r) {
   swctl_append(b, "{\"segment\":", 11);
   swctl_json_str(b, r->name);
-  swctl_printf(b, ",\"kind\":\"%s\",\"size\":%lld,\"capacity\":%u,\"in_use\":", kind_name(r->in.kind),
-               (long long)r->in.size, r->in.capacity);
+  swctl_printf(b, ",\"kind\":\"%s\",\"size\":%lld,\"allocated\":%lld,\"fs_free\":%lld,"
+                  "\"fs_size\":%lld,\"capacity\":%u,\"in_use\":", kind_name(r->in.kind),
+               (long long)r->in.size, (long long)r->in.allocated, (long long)r->in.fs_free,
+               (long long)r->in.fs_size, r->in.capacity);
   if (r->in_use < 0)
     swctl_append(b, "null", 4);
   else
@@ -176,10 +178,21 @@ static void row_json(swctl_buf *b, const ls_row *r) {
                (unsigned long long)r->in.layout);
 }
 
+/* Bytes as ls -h says them: "146M", "2.3M", "23G"; "-" below 0. */
+static void mib_text(char *buf, size_t cap, int64_t bytes) {
+  double mib = (double)bytes / (1 << 20);
+  if (bytes < 0) snprintf(buf, cap, "-");
+  else if (mib >= 1024) snprintf(buf, cap, mib >= 10240 ? "%.0fG" : "%.1fG", mib / 1024);
+  else snprintf(buf, cap, mib >= 10 ? "%.0fM" : "%.1fM", mib);
+}
+
 static void row_text(const ls_row *r, int width) {
-  char size[32], use[32], created[32], creator[32];
-  double mib = (double)r->in.size / (1 << 20);
-  snprintf(size, sizeof size, mib >= 10 ? "%.0fM" : "%.1fM", mib);
+  char size[32], fs_free[32], use[32], created[32], creator[32];
+  mib_text(size, sizeof size, r->in.size);
+  if (r->in.allocated < r->in.size) /* not reserved (an older libsw made it): sparse */
+    snprintf(size + strlen(size), sizeof size - strlen(size), "*");
+  /* a file system without a size (ramfs) has no free space to say */
+  mib_text(fs_free, sizeof fs_free, r->in.fs_size > 0 ? r->in.fs_free : -1);
   if (r->in_use < 0)
     snprintf(use, sizeof use, "-");
   else
@@ -189,8 +202,8 @@ static void row_text(const ls_row *r, int width) {
   if (localtime_r(&secs, &tm) == NULL || strftime(created, sizeof created, "%Y-%m-%d %H:%M", &tm) == 0)
     snprintf(created, sizeof created, "-");
   snprintf(creator, sizeof creator, "%u%s", r->in.creator_pid, r->alive ? "" : " (gone)");
-  printf("%-*s %-8s %7s %9u %9s %-12s %5u  %-16s %s\n", width, r->name, kind_name(r->in.kind), size,
-         r->in.capacity, use, creator, r->in.owner_uid, created, layout_name(&r->in));
+  printf("%-*s %-8s %7s %7s %9u %9s %-12s %5u  %-16s %s\n", width, r->name, kind_name(r->in.kind),
+         size, fs_free, r->in.capacity, use, creator, r->in.owner_uid, created, layout_name(&r->in));
 }
 
 int swctl_ls(const char *const *dirs, int ndirs, int json) {
@@ -208,8 +221,8 @@ int swctl_ls(const char *const *dirs, int ndirs, int json) {
     if ((int)strlen(l.names[i]) > width) width = (int)strlen(l.names[i]);
   swctl_buf b = {0};
   if (json) swctl_append(&b, "[", 1);
-  else printf("%-*s %-8s %7s %9s %9s %-12s %5s  %-16s %s\n", width, "SEGMENT", "KIND", "SIZE",
-              "CAPACITY", "IN_USE", "CREATOR", "UID", "CREATED", "LAYOUT");
+  else printf("%-*s %-8s %7s %7s %9s %9s %-12s %5s  %-16s %s\n", width, "SEGMENT", "KIND", "SIZE",
+              "FS_FREE", "CAPACITY", "IN_USE", "CREATOR", "UID", "CREATED", "LAYOUT");
   for (int i = 0; i < l.n; i++) {
     ls_row r = {.name = l.names[i]};
     if (sw_segment_probe(r.name, &r.in) != SW_OK) continue; /* removed since */

@@ -149,9 +149,21 @@ static int apply_registry(const char *segment, const sw_rules *r, const sw_segme
     else if (sw_registry_find(reg, res, &lim) == 0)
       fresh++;
   }
-  if (rc == 0 && sw_registry_count(reg) + fresh > sw_registry_capacity(reg))
-    rc = REFUSE("%u new resources do not fit: %s holds %u of %u names", fresh, segment,
-                sw_registry_count(reg), sw_registry_capacity(reg));
+  if (rc == 0 && sw_registry_count(reg) + fresh > sw_registry_capacity(reg)) {
+    /* name what it holds: a resource misspelt is the usual cause */
+    char held[256] = "";
+    size_t used = 0;
+    for (uint32_t i = 0; i < sw_registry_count(reg) && used < sizeof(held) - 80; i++) {
+      const char *name;
+      sw_limiter *lim;
+      if (sw_registry_at(reg, i, &lim, &name) == SW_OK)
+        used += (size_t)snprintf(held + used, sizeof(held) - used, "%s\"%s\"", i ? ", " : "",
+                                 name);
+    }
+    rc = REFUSE("%u new resources do not fit: %s holds %u of %u names (%s%s); a rule changes a "
+                "resource it holds when it names it", fresh, segment, sw_registry_count(reg),
+                sw_registry_capacity(reg), held, used >= sizeof(held) - 80 ? ", ..." : "");
+  }
   sw_options *o = NULL;
   if (rc == 0 && sw_options_create(&o) != SW_OK) rc = 1;
   for (uint32_t i = 0; rc == 0 && i < n; i++) {

@@ -902,6 +902,9 @@ local function build(C, path)
     return 1, 0, tonumber(dec.retry_after_ms)
   end
   api.decide = decide
+  -- decide()'s decision (one reused cdata, overwritten by the next call):
+  -- resty.libsw copies it to cancel an admitted entry (all or nothing)
+  api.decision = dec
 
   -- The exit flags of finish's rt_ms (whole ms) and failed, or nil,
   -- message, code.

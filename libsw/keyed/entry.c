@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Keyed entries, exits and cancels: the table's rule applied to one key's
- * words, each decision one 16-byte CAS on one word (keyed.h). */
+/* Keyed entries and exits: the table's rule applied to one key's words,
+ * each decision one 16-byte CAS on one word (keyed.h; cancels: cancel.c). */
 #include <math.h>
 #include <string.h>
 
@@ -8,11 +8,6 @@
 
 #define SW__KT_RETRY 1   /* the slot changed generation under us: find the key again */
 #define SW__KT_UNSETTLED 2 /* a decision found no consistent state in many steps */
-/* Steps a decision takes before it calls its slot unsettled: each step
- * either moves to a newer window, seals one, or loses a CAS to another
- * entry that won it, so only damaged bytes come near this. */
-#define SW__KT_STEPS 100000
-
 /* Whole units left under limit (>= 0) once used are taken. */
 static inline int64_t sw__kt_left(double limit, int64_t used) {
   const double l = limit > 0 ? limit : 0; /* 0 also for NaN (a damaged rule) */
@@ -71,17 +66,6 @@ static void sw__kt_blocked(sw_keyed *k, uint32_t idx, uint32_t gen, int64_t wid,
   d->verdict = SW_VERDICT_BLOCK;
   sw__kt_add(&sw__kt_win(k, idx)[wid % k->windows], gen, wid, 0, n);
   atomic_fetch_add_explicit(&sw__kt_my_totals(k)->block, n, memory_order_relaxed);
-}
-
-/* The receipt of an admission (sw_keyed_cancel): the meta it found, with
- * the slot's index for its len and fragment bits (READY's top bit marks a
- * receipt; the generation stays); the units counted and where: the low 32
- * bits of the window, or (pacing) of the queue's last admission it set. */
-#define SW__KT_RECEIPT_IDX ((UINT64_C(1) << SW__KT_META_GEN_SHIFT) - 1)
-static inline void sw__kt_receipt(sw_decision *d, uint32_t idx, uint64_t meta, uint64_t what,
-                                  int64_t n) {
-  d->receipt[0] = (int64_t)((meta & ~SW__KT_RECEIPT_IDX) | idx);
-  d->receipt[1] = (int64_t)(what << 32 | (uint64_t)n);
 }
 
 /* Make every older window of the interval of wid sealed in its ring slot:
@@ -251,6 +235,7 @@ static inline __attribute__((always_inline)) int sw__kt_fast(sw_keyed *k, int64_
   if (k->unit_interval ? (double)(used + n) > threshold : sw__kt_over(k, used, n, threshold))
     return SW__KT_FAST_FOUND;
   /* the rule's bound keeps the count within its 32 bits (sw__kt_rule_check) */
+  SW__KILL_POINT("keyed-cas");
   if (!sw__kt_cas_once(&win[cur], c, h, same ? c + (uint64_t)n : sw__kt_lo(wid, n),
                        same ? h : sw__kt_hi(gen, 0)))
     return SW__KT_FAST_FOUND;
@@ -268,13 +253,6 @@ static inline int64_t sw__kt_ticks(int64_t t, bool precise) {
   _Static_assert(SW__KT_TICKS_PER_MS == 16000, "a tick is 62.5 ns: ns * 2 / 125");
   const int64_t ns = precise ? sw_now_ns() : -1;
   return ns >= 0 ? ns / 125 * 2 + ns % 125 * 2 / 125 : t * SW__KT_TICKS_PER_MS;
-}
-
-/* The window a pacing admission is counted in: the one its wait ends in,
- * less the wait it was told (t's own window but near a boundary). */
-static inline int64_t sw__kt_pacing_wid(const sw_keyed *k, int64_t next, int64_t wait_ms) {
-  const int64_t ms = next / SW__KT_TICKS_PER_MS - wait_ms;
-  return ms > 0 ? ms / k->wl : 0;
 }
 
 /* Pacing per key (a leaky bucket, as nginx's limit_req): the last
@@ -401,11 +379,6 @@ static void sw__kt_refused(sw_keyed *k, int64_t t, int64_t n, sw_decision *d) {
   atomic_fetch_add_explicit(&tot->block, n, memory_order_relaxed);
 }
 
-#define SW__KT_CHECK(k)                                                            \
-  do {                                                                             \
-    if (sw__unlikely((k) == NULL)) return sw__fail(SW_ENULL, "keyed table is NULL"); \
-  } while (0)
-
 /* Tries of an entry whose slot keeps changing hands (or whose words never
  * settle) before it goes through the key's bucket locks: every 64th. The
  * first time through, the slot's words of another generation are emptied;
@@ -520,72 +493,4 @@ SW_API int sw_keyed_exit_at(sw_keyed *k, int64_t t, const void *key, size_t len,
 SW_API int sw_keyed_exit(sw_keyed *k, const void *key, size_t len, int64_t rt_ms, int64_t n,
                          uint32_t flags) {
   return sw_keyed_exit_at(k, sw__now_ms(), key, len, rt_ms, n, flags);
-}
-
-/* ---------------------------------------------------------------- cancel */
-
-/* Take n passes of window wid (its low 31 bits) out of slot idx's ring,
- * if the window is still there in the generation of the receipt. */
-static void sw__kt_take_back(sw_keyed *k, uint32_t idx, uint32_t gen, uint64_t wid, int64_t n) {
-  sw__kt_w *win = sw__kt_win(k, idx);
-  for (uint32_t i = 0; i < k->windows; i++) {
-    uint64_t lo = sw__kt_lo_of(&win[i]), hi = sw__kt_hi_of(&win[i]);
-    for (int steps = 0; steps < SW__KT_STEPS; steps++) {
-      if (sw__kt_hgen(hi) != gen || sw__kt_wid(lo) != (wid & SW__KT_WID_MASK) ||
-          sw__kt_count(lo) == 0)
-        break;
-      const int64_t c = sw__kt_count(lo);
-      if (sw__kt_cas(&win[i], &lo, &hi,
-                     (lo & ~(uint64_t)SW__KT_COUNT_MAX) | (uint64_t)(c > n ? c - n : 0), hi))
-        return;
-    }
-  }
-}
-
-/* Each step gives back one thing with one CAS, so a cancel killed midway
- * has given back only some (keyed-cancel): never more, never another
- * key's; the request in flight it leaves is as a killed process's. */
-SW_API int sw_keyed_cancel(sw_keyed *k, sw_decision *d) {
-  SW__KT_CHECK(k);
-  SW__CHECK_NULL(d, "decision");
-  const uint64_t r0 = (uint64_t)d->receipt[0], r1 = (uint64_t)d->receipt[1];
-  if (r0 == 0 && r1 == 0) return SW_OK; /* blocked, uncounted, or cancelled before */
-  SW__CHECK_WRITABLE(k);
-  const uint32_t idx = (uint32_t)(r0 & SW__KT_RECEIPT_IDX), gen = sw__kt_mgen(r0);
-  const int64_t n = (int64_t)(r1 & 0xffffffffu);
-  if (sw__kt_state(r0) != SW__KT_READY || idx >= k->nbuckets * SW__KT_WAYS || n > INT32_MAX)
-    return sw__fail(SW_EINVAL, "decision receipt 0x%016llx 0x%016llx is not one of this table's",
-                    (unsigned long long)r0, (unsigned long long)r1);
-  d->receipt[0] = d->receipt[1] = 0;
-  const uint64_t what = r1 >> 32; /* the window's low bits, or the queue's (pacing) */
-  if (k->kind == SW__KT_PACING) {
-    sw__rule r;
-    sw__rule_box_load(&k->hdr->rule, &r, true);
-    sw__kt_w *aux = sw__kt_aux(k, idx);
-    const double ticks = r.threshold > 0 ? (double)n / r.threshold * 1000.0 * SW__KT_TICKS_PER_MS : 0;
-    const int64_t cost = ticks < (double)(INT64_C(1) << 60) ? (int64_t)round(ticks) : 0;
-    uint64_t a = sw__kt_lo_of(aux), h = sw__kt_hi_of(aux);
-    if (sw__kt_hgen(h) != gen) return SW_OK; /* the key's place changed hands: nothing to give */
-    /* the last admission it set: a, or before a (later admissions came) */
-    const int64_t next = (int64_t)(a - ((a - what) & 0xffffffffu));
-    /* its place in the queue, if no later admission came after it */
-    for (int steps = 0; steps < SW__KT_STEPS && sw__kt_hgen(h) == gen && (int64_t)a == next &&
-                        next > cost;
-         steps++)
-      if (sw__kt_cas(aux, &a, &h, (uint64_t)(next - cost), h)) break;
-    SW__KILL_POINT("keyed-cancel"); /* its place given back, its pass not yet */
-    sw__kt_take_back(k, idx, gen, (uint64_t)sw__kt_pacing_wid(k, next, d->wait_ms), n);
-  } else {
-    /* the window: the most recent one with those low bits */
-    sw__kt_take_back(k, idx, gen, what, n);
-    SW__KILL_POINT("keyed-cancel"); /* its pass given back; the request in flight, the total not */
-  }
-  if (k->kind == SW__KT_CONCURRENCY) { /* its request in flight */
-    sw__kt_w *aux = sw__kt_aux(k, idx);
-    uint64_t a = sw__kt_lo_of(aux), h = sw__kt_hi_of(aux);
-    for (int steps = 0; steps < SW__KT_STEPS && sw__kt_hgen(h) == gen && a > 0; steps++)
-      if (sw__kt_cas(aux, &a, &h, a - 1, h)) break;
-  }
-  atomic_fetch_sub_explicit(&sw__kt_my_totals(k)->pass, n, memory_order_relaxed);
-  return SW_OK;
 }

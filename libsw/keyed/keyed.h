@@ -59,8 +59,8 @@
  *   keyed-tag       its tag written
  *   keyed-ready     meta READY: the key is in, its lock's key count not yet
  *   keyed-repair    a bucket of a dead locker's stripe mended, the others not yet
- * and an entry stops at keyed-cas (general path, pacing, concurrency) with
- * its words read and its CAS not yet made; a cancel at keyed-cancel,
+ * and an entry stops at keyed-cas (each path) with its words read and its
+ * CAS not yet made; a cancel at keyed-cancel,
  * between its give-backs (each one CAS). A process killed inside a lock leaves a BUSY slot, words at gen + 1, or a
  * stale key count; the next locker (EOWNERDEAD) repairs the lock's buckets
  * (sw__kt_repair) and counts their keys again. Shared bytes are untrusted:
@@ -355,7 +355,35 @@ bool sw__kt_idle(const sw_keyed *k, uint32_t idx, uint32_t gen, int64_t t);
 /* The window number of t. */
 static inline int64_t sw__kt_wid_of(const sw_keyed *k, int64_t t) { return t / k->wl; }
 
+#define SW__KT_CHECK(k)                                                            \
+  do {                                                                             \
+    if (sw__unlikely((k) == NULL)) return sw__fail(SW_ENULL, "keyed table is NULL"); \
+  } while (0)
+
 /* entry.c: the rule (loaded by the caller) applied to one key's slot. */
+/* Steps a decision takes before it calls its slot unsettled: each step
+ * either moves to a newer window, seals one, or loses a CAS to another
+ * entry that won it, so only damaged bytes come near this. */
+#define SW__KT_STEPS 100000
+
+/* The receipt of an admission (sw_keyed_cancel): the meta it found, with
+ * the slot's index for its len and fragment bits (READY's top bit marks a
+ * receipt; the generation stays); the units counted and where: the low 32
+ * bits of the window, or (pacing) of the queue's last admission it set. */
+#define SW__KT_RECEIPT_IDX ((UINT64_C(1) << SW__KT_META_GEN_SHIFT) - 1)
+static inline void sw__kt_receipt(sw_decision *d, uint32_t idx, uint64_t meta, uint64_t what,
+                                  int64_t n) {
+  d->receipt[0] = (int64_t)((meta & ~SW__KT_RECEIPT_IDX) | idx);
+  d->receipt[1] = (int64_t)(what << 32 | (uint64_t)n);
+}
+
+/* The window a pacing admission is counted in: the one its wait ends in,
+ * less the wait it was told (t's own window but near a boundary). */
+static inline int64_t sw__kt_pacing_wid(const sw_keyed *k, int64_t next, int64_t wait_ms) {
+  const int64_t ms = next / SW__KT_TICKS_PER_MS - wait_ms;
+  return ms > 0 ? ms / k->wl : 0;
+}
+
 int sw__kt_decide(sw_keyed *k, const sw__rule *r, int64_t t, bool precise, const sw__kt_ref *ref,
                   int64_t n, sw_decision *d);
 

@@ -844,8 +844,9 @@ SW_API int sw_registry_at(sw_registry *r, uint32_t i, sw_limiter **out, const ch
  * segment (SW_EGEOMETRY if not); the default rule and SW_OPT_SEGMENT_* apply
  * to a new segment only. Names: 1..63 bytes without '/' (not "." or ".."),
  * or a path (SW_ERANGE otherwise).
- * A new segment is created exclusively and is sparse (memory is used as
- * names arrive); a file that exists is adopted only if it is a libsw segment,
+ * A new segment is created exclusively and its memory is reserved whole
+ * (its pages allocated: a full file system is SW_ENOMEM now, never a SIGBUS
+ * later); a file that exists is adopted only if it is a libsw segment,
  * or an empty file, owned by this process's uid or SW_OPT_SEGMENT_UID.
  * Errors for what is found: SW_ENOTFOUND (no segment, no SW_SEGMENT_CREATE),
  * SW_EFOREIGN (not a libsw segment, not a regular file), SW_ETYPE (another
@@ -854,7 +855,8 @@ SW_API int sw_registry_at(sw_registry *r, uint32_t i, sw_limiter **out, const ch
  * (permissions, another owner, a symbolic link without SW_SEGMENT_FOLLOW),
  * SW_EBUSY (another process holds the file's lock for more than 2 s: the
  * message names it), SW_ESIZE (larger than SW_OPT_SEGMENT_MAX_MB), SW_ENOMEM
- * (more than its file system has free), SW_EIO. A segment written before the
+ * (more than its file system has free: the message says how much it needs and
+ * has, and what to change), SW_EIO. A segment written before the
  * last reboot is reset: its times are stale. A failed open that created the
  * file removes it. */
 typedef struct sw_segment sw_segment;
@@ -899,9 +901,14 @@ typedef struct sw_segment_info {
   uint32_t capacity;    /* names (a registry) or keys (a keyed table) as created; 0 if not
                            ready, and for a breaker */
   uint64_t layout;      /* the layout fingerprint written by its creator */
-  int64_t size;         /* the file's size in bytes (sparse: pages are used as names arrive) */
+  int64_t size;         /* the file's size in bytes */
   int64_t created_unix_ms;
-  int64_t reserved[4];
+  int64_t allocated;    /* bytes its file system holds for it: its size (rounded up to
+                           pages) once reserved; less for a segment of an older libsw */
+  int64_t fs_free;      /* its file system (/dev/shm, or the path's): bytes free for an
+                           unprivileged process (statvfs f_bavail); -1 unknown */
+  int64_t fs_size;      /* ... and its size (0: a file system without a size, ramfs) */
+  int64_t reserved[1];
 } sw_segment_info;
 /* Fill *out from the header of the segment name (a name or a path, as
  * sw_segment_open; a symbolic link is not followed). Errors: SW_ENULL,
@@ -928,6 +935,7 @@ typedef struct sw_rules sw_rules;
  * and a limiter made with it — and one bad rule refuses the list:
  * SW_EINVAL (not JSON: line and column; a bad field: "rule N (resource
  * \"R\"): FIELD: why"), SW_ERANGE, SW_EEXIST (a resource with two rules),
+ * SW_EFULL (more than 100,000 rules: refused before any is parsed),
  * SW_ENOTSUP (built without jansson), SW_ENULL, SW_ENOMEM. Thread-safe. */
 SW_API int sw_rules_parse(sw_rules **out, const char *json, size_t len);
 /* An empty list, to fill with sw_rules_add. */
@@ -938,7 +946,8 @@ SW_API uint32_t sw_rules_count(const sw_rules *r);
 /* Append the rule keys of opts (grade, behaviour, threshold, queueing,
  * warm-up, strict, cluster, dry run; NULL: the defaults) for resource
  * (1..63 bytes); keyed -1 (not said), 0 or 1; capacity 0 (not said) or
- * 1..2^28. SW_EEXIST if resource already has a rule. */
+ * 1..2^28. SW_EEXIST if resource already has a rule, SW_EFULL past 100,000
+ * rules. */
 SW_API int sw_rules_add(sw_rules *r, const char *resource, const sw_options *opts, int64_t keyed,
                         int64_t capacity);
 /* Rule i (< count): its resource (borrowed from r), its rule keys set into
@@ -1109,7 +1118,7 @@ SW_API void sw_breaker_free(sw_breaker *b);
  * until the next probe may go, while HALF_OPEN the time until the earliest
  * probe's timeout. A pass must be followed by one sw_breaker_exit with the
  * decision. Thread-safe, across processes too. Errors: SW_ENULL, SW_EPERM
- * (read-only), SW_ETIME. */
+ * (read-only), SW_ETIME, SW_ECORRUPT (a damaged shared breaker, named). */
 SW_API int sw_breaker_entry(sw_breaker *b, sw_decision *d);
 SW_API int sw_breaker_entry_at(sw_breaker *b, int64_t t, sw_decision *d);
 /* The end of a passed entry d (NULL: not a probe) after rt_ms: counted in
@@ -1118,7 +1127,8 @@ SW_API int sw_breaker_entry_at(sw_breaker *b, int64_t t, sw_decision *d);
  * result decides the half-open state. With SW_EXIT_CANCEL the entry did
  * not run: nothing is counted and a probe's place is given back (the next
  * entry probes). rt_ms in 0..INT32_MAX (SW_ERANGE); flags SW_EXIT_ERROR,
- * SW_EXIT_CANCEL (SW_EINVAL otherwise). */
+ * SW_EXIT_CANCEL (SW_EINVAL otherwise); SW_ECORRUPT (a damaged shared
+ * breaker, named). */
 SW_API int sw_breaker_exit(sw_breaker *b, const sw_decision *d, int64_t rt_ms, uint32_t flags);
 SW_API int sw_breaker_exit_at(sw_breaker *b, int64_t t, const sw_decision *d, int64_t rt_ms,
                               uint32_t flags);
@@ -1151,7 +1161,8 @@ typedef struct sw_breaker_info {
   int64_t blocked;         /* entries refused */
   int64_t reserved[4];
 } sw_breaker_info;
-/* The state and statistics at t. Thread-safe. */
+/* The state and statistics at t. Thread-safe. SW_ECORRUPT: a damaged
+ * shared breaker (named). */
 SW_API int sw_breaker_stats_at(const sw_breaker *b, int64_t t, sw_breaker_info *out);
 /* The rule (SW_OPT_BREAKER_*) into opts. */
 SW_API int sw_breaker_get_rule(const sw_breaker *b, sw_options *opts);

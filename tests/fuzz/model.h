@@ -75,8 +75,15 @@ static void model_add(model *m, int64_t t, sw_event ev, int64_t k) {
   if (ev == SW_EVENT_RT && k < w->min_rt) w->min_rt = k;
 }
 
+/* A borrow for the window of future_t. Passes borrowed for an older window
+ * of its slot that no main window took are carried into that main window
+ * first: a borrowed pass counts until its window leaves the interval, not
+ * until the borrow slot is needed again. */
 static void model_add_waiting(model *m, int64_t future_t, int64_t k) {
-  model_future *f = model_future_at(m, model_start(m, future_t));
+  int64_t start = model_start(m, future_t);
+  const model_future *old = &m->f[model_idx(m, start)];
+  if (old->used && !old->sealed && old->start < start) model_current(m, old->start);
+  model_future *f = model_future_at(m, start);
   if (f == NULL) return;
   if (f->sealed)
     model_add(m, future_t, SW_EVENT_PASS, k); /* already carried: straight to the window */

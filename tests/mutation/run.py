@@ -27,11 +27,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
 # Fast programs first: most mutants die in seconds.
 ORDER = ["check_errors", "check_leap_array", "check_variants", "check_metric",
-         "check_sliding_view", "check_node", "check_limiter", "check_hot_path", "check_registry",
-         "check_plugin", "check_keyed", "check_keyed_edges", "check_keyed_cancel",
+         "check_sliding_view", "check_node", "check_limiter", "check_cancel", "check_hot_path",
+         "check_registry", "check_plugin", "check_keyed", "check_keyed_edges", "check_keyed_cancel",
          "check_keyed_damage", "check_keyed_kills", "check_bad_input", "check_alloc", "check_concurrency",
          "check_segment", "check_segment_files", "check_keyed_segment", "check_crash",
-         "check_cluster", "check_breaker", "check_breaker_shared", "check_rules"]
+         "check_cluster", "check_breaker", "check_breaker_shared", "check_breaker_kill", "check_rules"]
 
 
 def sh(cmd, cwd, timeout=None, quiet=True):

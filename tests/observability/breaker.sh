@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # swctl on circuit breakers' segments (run by run.sh): two breakers with
 # known numbers (breaker_fixture) give them exactly in list, dump,
-# one swctl serve of both (/metrics through promtool, /api/series) and the
-# dashboard (headless Chromium).
+# one swctl serve of both (/metrics through promtool, /api/series), serve
+# --all across rescans (each breaker once) and the dashboard (headless
+# Chromium).
 # Usage: tests/observability/breaker.sh BUILD_DIR
 set -eu
 . "$(dirname "$0")/lib.sh"
@@ -64,6 +65,29 @@ val() { grep "^$1{segment=\"$seg\"${2:-}}" "$work/metrics.txt" | awk '{print $2}
 curl -fs "http://127.0.0.1:$p/api/series" > "$work/series.json"
 python3 -c 'import json,sys; bs=json.load(open(sys.argv[1]))["breakers"]; assert [b["segment"] for b in bs] == sys.argv[2:], bs; assert all(b["state"] == "open" and b["bad"] == 3 for b in bs), bs' \
   "$work/series.json" "$seg" "$seg2"
+
+echo "--- serve --all: a rescan adds no breaker twice (series and mappings stay)"
+p2=$(port)
+"$swctl" serve --all --rescan 1 --listen "127.0.0.1:$p2" --seconds 60 2> "$work/all.err" &
+all_pid=$!
+pids="$pids $all_pid"
+wait_http "http://127.0.0.1:$p2/metrics"
+states() { # the state series of both breakers in /metrics
+  curl -fs "http://127.0.0.1:$p2/metrics" | grep -Ec "^libsw_breaker_state\{segment=\"swbreaker2?-$$\"" || true
+}
+maps() { # the mappings of both breakers' files in the exporter
+  grep -Ec "/dev/shm/swbreaker2?-$$( |$)" "/proc/$all_pid/maps" || true
+}
+for i in $(seq 1 60); do [ "$(states)" -ge 6 ] && break; sleep 0.25; done
+first=$(states) first_maps=$(maps)
+sleep 4.5 # four rescans and more
+[ "$first" = 6 ] && [ "$(states)" = 6 ] ||
+  fail "breaker state series: $first, then $(states) after 4 rescans (want 3 + 3)"
+[ "$first_maps" = 2 ] && [ "$(maps)" = 2 ] ||
+  fail "breaker mappings: $first_maps, then $(maps) after 4 rescans (want 1 + 1)"
+kill "$all_pid"
+"$swctl" serve --all --rescan 0 2> "$work/err" && fail "--rescan 0 accepted"
+grep -q "want a whole number in 1..86400" "$work/err" || fail "$(cat "$work/err")"
 
 echo "--- the dashboard shows the breaker (headless Chromium)"
 chrome --dump-dom "http://127.0.0.1:$p/" > "$work/dom.html"

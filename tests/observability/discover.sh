@@ -1,8 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
 # Finding segments (run by run.sh): swctl ls lists the libsw segments of
-# /dev/shm and of given directories by their header — kind, capacity, names
-# or keys in use, creator, layout — and nothing else; list, top and dump
+# /dev/shm and of given directories by their header — kind, size, the free
+# space of its file system, capacity, names or keys in use, creator, layout
+# — and nothing else; list, top and dump
 # take several segments, globs and --all.
 # Usage: tests/observability/discover.sh BUILD_DIR
 set -eu
@@ -40,6 +41,37 @@ assert a["kind"] == "registry" and a["capacity"] == 16 and a["in_use"] == 3, a
 assert a["layout"] == "current" and a["size"] > 0 and not a["creator_alive"], a
 assert k["kind"] == "keyed" and k["in_use"] == 9, k
 print("ls --json ok")' "$a" "$k"
+
+echo "--- swctl ls: each segment's size, the bytes it holds, its file system's free space"
+head -1 "$work/ls.txt" | grep -q " SIZE FS_FREE " || fail "ls: no FS_FREE column: $(head -1 "$work/ls.txt")"
+grep -E "^$a +registry +[0-9.]+M +[0-9.]+[MG] " "$work/ls.txt" ||
+  fail "ls: $a's size (reserved: no *) and free space: $(grep "$a" "$work/ls.txt")"
+"$swctl" ls --json | python3 -c '
+import json, os, sys
+rows = {r["segment"]: r for r in json.load(sys.stdin)}
+vfs = os.statvfs("/dev/shm")
+for name in sys.argv[1:]:
+    r = rows[name]
+    assert r["allocated"] >= r["size"] > 0, r            # reserved whole at creation
+    assert r["fs_size"] == vfs.f_blocks * vfs.f_frsize, r  # /dev/shm
+    assert 0 <= r["fs_free"] <= r["fs_size"], r
+print("ls --json: size, allocated, fs_free, fs_size ok")' "$a" "$k"
+if [ "$(id -u)" = 0 ]; then # a tmpfs of its own (a private mount namespace): the free space exactly
+  mkdir "$work/small"
+  unshare -m sh -c "mount -t tmpfs -o size=8m tmpfs '$work/small' && '$fixture' '$work/small/seg' &&
+    '$swctl' ls '$work/small' > '$work/small.txt' && '$swctl' ls '$work/small' --json > '$work/small.json'" \
+    > /dev/null || fail "ls of a segment on an 8 MiB tmpfs"
+  python3 - "$work/small.txt" "$work/small.json" <<'PY'
+import json, sys
+text, (row,) = open(sys.argv[1]).read().splitlines(), json.load(open(sys.argv[2]))
+pages = (row["size"] + 4095) // 4096 * 4096
+assert row["allocated"] == pages and row["fs_size"] == 8 << 20, row
+assert row["fs_free"] == (8 << 20) - pages, row
+free, size = "%.1fM" % (row["fs_free"] / 2**20), "%.1fM" % (row["size"] / 2**20)
+assert text[1].split()[2:4] == [size, free], (text, size, free)
+print("ls on an 8 MiB tmpfs:", text[1].split()[2:4], "free", row["fs_free"])
+PY
+fi
 
 echo "--- swctl ls DIR: segments at paths; other files are not listed"
 "$swctl" ls "$work/dir" > "$work/ls-dir.txt"

@@ -241,6 +241,7 @@ return function(api, C, h)
     return 1, 0, tonumber(dec.retry_after_ms)
   end
   api.keyed_decide = keyed_decide
+  api.keyed_decision = dec -- keyed_decide()'s, as api.decision
 
   local function keyed_finish(k, t, key, rt_ms, failed)
     local len, err, code = lean_key(k, key)

@@ -156,7 +156,11 @@ local function open(self, create, reset)
   end
   o.stripes = o.stripes or 1 -- per-key limiters: 4x smaller, see docs
   local limit_name = self.name
-  local nokey_name = "~=" .. limit_name
+  -- a limit without keys (capacity 1, no key_var) is named as the limit,
+  -- as swctl, rules and Prometheus show it and a user types it; a registry
+  -- of keys names its keyless entry "~=" .. name (no key's name)
+  local nokey_name = (self.capacity == 1 and not self.key_var) and limit_name
+    or "~=" .. limit_name
   o.key_name = function(key)
     if key == NOKEY then return nokey_name end
     if key == OVERFLOW then return OVERFLOW_NAME end
@@ -605,8 +609,159 @@ function Limit:limit(key)
   return ok, err, code
 end
 
--- limit(name, key): access() of the limit defined under name.
+-- ------------------------------------------- several limits, all or nothing
+
+-- limit({ name1, name2, ... }, keys): every limit of the list in turn, all
+-- or nothing (Sentinel checks every rule before it counts): when one
+-- refuses, the entries of those before it are cancelled (libsw gives back
+-- what they counted), so that a request refused by one limit is counted
+-- by none. keys (may be nil) gives the key of each position, as limit()'s.
+local ffi = require "ffi"
+local saved = {}                       -- copies of the admitted decisions, by position
+local selves, targets = {}, {}         -- the Limit and its handle / key, by position
+local cancel_logged = false
+
+local function saved_at(i)
+  local d = saved[i]
+  if d == nil then
+    d = ffi.new("sw_decision")
+    saved[i] = d
+  end
+  return d
+end
+
+-- Give back the admitted entries 1..upto.
+local function cancel_upto(upto)
+  local C = libsw.C
+  for j = upto, 1, -1 do
+    local self, target = selves[j], targets[j]
+    if target then
+      local rc
+      if self.keyed then
+        rc = C.sw_keyed_cancel(self.k, saved[j])
+      else
+        rc = C.sw_limiter_cancel(target, saved[j])
+      end
+      if rc == libsw.ENOTSUP then
+        if not cancel_logged then
+          cancel_logged = true
+          log(ngx.NOTICE, "libsw: cancel not supported by this libsw: a request refused by ",
+              "one limit stays counted by the limits before it")
+        end
+      elseif rc ~= 0 then
+        log(ngx.ERR, "libsw: limit ", self.name, ": cancel: ", libsw.error_message(rc))
+      end
+    end
+  end
+end
+
+-- One limit's entry, decided and not acted on: verdict code (or a
+-- negative sw_err code and its message), wait or retry, would_block, full,
+-- and the handle (registry) or key (keyed table) it counted in.
+local function decide_one(self, key)
+  local clock = self.clock
+  local t = clock and clock() or nil
+  if self.keyed then
+    if key == nil then
+      local var = self.key_var
+      if var then key = ngx.var[var] end
+    end
+    if key == nil or key == "" then
+      key = NOKEY_KEYED
+    elseif type(key) ~= "string" then
+      if type(key) ~= "number" or key ~= key then
+        local _, err, code = key_name(key)
+        return code, err
+      end
+      key = tostring(key)
+    end
+    local v, a, b, would_block, full = keyed_decide(self.k, t, key, 1)
+    return v, a, b, would_block, full, key
+  end
+  if key == nil then
+    local var = self.key_var
+    if var then key = ngx.var[var] end
+    if key == nil then key = NOKEY end
+  end
+  local l = self.handles[key]
+  if l == nil then
+    local lim = self.lim
+    local err, code
+    l, err, code = lim.handle(lim, key)
+    if l == nil then
+      if code == libsw.EFULL and self.on_full == "overflow" and key ~= OVERFLOW then
+        return decide_one(self, OVERFLOW)
+      end
+      return code, err
+    end
+    self.handles[key] = l
+    if key == NOKEY and not self.active then self.h = l end
+  end
+  local active = self.active
+  if active then active[key] = l end
+  local v, a, b, would_block = decide(l, t, 1, self.flags)
+  return v, a, b, would_block, false, l
+end
+
+local function limit_all(names, keys)
+  local n = #names
+  local wait, would = 0, false
+  for i = 1, n do
+    selves[i], targets[i] = false, false
+  end
+  for i = 1, n do
+    local self = limits[names[i]]
+    if self == nil then
+      cancel_upto(i - 1)
+      log(ngx.ERR, "libsw: no limit named ", tostring(names[i]), " (define it in init_by_lua)")
+      return nil, "SW_ENOTFOUND: no limit named " .. tostring(names[i]), libsw.ENOTFOUND
+    end
+    selves[i] = self
+    local v, a, b, would_block, full, target = decide_one(self, keys and keys[i])
+    if type(v) ~= "number" or v < 0 then -- an error, or a new key that found no place
+      if v == libsw.EFULL then
+        warn_full(self, a)
+        if self.on_full == "closed" then
+          cancel_upto(i - 1)
+          return ngx.exit(self.full_status)
+        end
+      else
+        log(ngx.ERR, "libsw: limit ", self.name, ": ", a, " (let through by this limit)")
+      end
+    elseif full then -- a keyed table's on_full: open (passed uncounted) or closed
+      warn_full(self, FULL_MSG)
+      if v ~= 0 then
+        cancel_upto(i - 1)
+        return blocked(self, b, self.full_status)
+      end
+    elseif v == 1 then
+      cancel_upto(i - 1)
+      return blocked(self, b, self.status)
+    else
+      ffi.copy(saved_at(i), self.keyed and libsw.keyed_decision or libsw.decision,
+               ffi.sizeof("sw_decision"))
+      targets[i] = target
+      if v == 2 and a > wait then wait = a end
+      if would_block then would = true end
+    end
+  end
+  for i = 1, n do
+    local self, target = selves[i], targets[i]
+    if target and self.exit then
+      record(self, (not self.keyed and target == self.h) and self or target)
+    end
+  end
+  if wait > 0 then ngx.sleep(wait / 1000) end
+  return true, would
+end
+
+-- limit(name, key): access() of the limit defined under name; limit({
+-- name, ... }, keys): several limits, all or nothing (limit_all).
 function _M.limit(name, key)
+  if type(name) == "table" then
+    local ok, err, code = limit_all(name, key)
+    return ok, err, code
+  end
   local self = limits[name]
   if self == nil then
     log(ngx.ERR, "libsw: no limit named ", tostring(name), " (define it in init_by_lua)")

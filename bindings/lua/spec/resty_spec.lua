@@ -299,6 +299,76 @@ describe("resty.libsw", function()
     end)
   end)
 
+  describe("several limits: limit({ ... }), all or nothing", function()
+    -- one request through limit(names, keys) and the log phase
+    local function request_all(names, keys)
+      local n = fake.ngx
+      n.ctx, n.header, n.exited, n.status, n.start = {}, {}, nil, 200, n.time
+      local ok, err = pcall(resty.limit, names, keys)
+      if not ok and err ~= EXIT then error(err) end
+      n.status = n.exited or 200
+      resty.log()
+      return n.exited or 200, n.header["Retry-After"]
+    end
+
+    -- whether this libsw gives back an admitted entry (the stubs: ENOTSUP)
+    local function cancel_supported()
+      local lim = assert(libsw.limiter { qps = 10 })
+      local h = assert(lim:handle())
+      local d = require("ffi").new("sw_decision")
+      assert(libsw.C.sw_limiter_entry(h, 1, 2, d) == 0)
+      return libsw.C.sw_limiter_cancel(h, d) ~= libsw.ENOTSUP
+    end
+
+    it("a keyless limit is named as the limit (swctl, rules, Prometheus)", function()
+      local site = assert(define("site", { qps = 5 }))
+      assert.is_true(resty.limit("site"))
+      assert.same({ "site" }, site.lim:keys())
+      local keyed = assert(define("warm", { qps = 5, capacity = 4, behavior = "warm_up" }))
+      assert.is_true(resty.limit("warm"))
+      assert.same({ "~=warm" }, keyed.lim:keys()) -- a registry of keys: no key's name
+    end)
+
+    it("passes when every limit admits, counting in each", function()
+      assert(define("site", { qps = 10 }))
+      assert(define("per_ip", { qps = 2, capacity = 100 }))
+      assert.equal(200, (request_all({ "site", "per_ip" }, { nil, "a" })))
+      assert.equal(1, resty.stats("per_ip", "a").pass)
+      assert.equal(1, resty.stats("site").pass_qps)
+    end)
+
+    it("refuses with the refusing limit's status and Retry-After", function()
+      assert(define("site", { qps = 10 }))
+      assert(define("per_ip", { qps = 1, capacity = 100, status = 503 }))
+      assert.equal(200, (request_all({ "site", "per_ip" }, { nil, "a" })))
+      local status, retry = request_all({ "site", "per_ip" }, { nil, "a" })
+      assert.equal(503, status)
+      assert.equal(1, retry)
+      local ok, err, code = resty.limit({ "site", "nope" })
+      assert.is_nil(ok)
+      assert.equal(libsw.ENOTFOUND, code)
+      assert.matches("no limit named nope", err)
+    end)
+
+    it("docs' flooding case: one client's refused requests do not use up the site", function()
+      assert(define("site", { qps = 20 }))
+      assert(define("per_ip", { qps = 2, capacity = 100 }))
+      local passed = 0
+      for _ = 1, 50 do
+        if request_all({ "site", "per_ip" }, { nil, "flooder" }) == 200 then passed = passed + 1 end
+      end
+      assert.equal(2, passed)
+      if not cancel_supported() then
+        pending("sw_limiter_cancel / sw_keyed_cancel return SW_ENOTSUP in this libsw")
+        return
+      end
+      for i = 1, 18 do -- the site's 20 per second: 18 left for everyone else
+        assert.equal(200, (request_all({ "site", "per_ip" }, { nil, "c" .. i })))
+      end
+      assert.equal(429, (request_all({ "site", "per_ip" }, { nil, "c19" })))
+    end)
+  end)
+
   describe("capacity policy", function()
     it("fails open by default, with a warning", function()
       assert(define("open", { qps = 1, capacity = 1 }))

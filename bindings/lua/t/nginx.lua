@@ -155,7 +155,7 @@ end
 local rc_seeds, rc_owner = "127.0.0.1:1", nil
 if rc_ports then
   local other
-  rc_owner, other = owner_and_other("{fleetrc/~=fleetrc}probe")
+  rc_owner, other = owner_and_other("{fleetrc/fleetrc}probe") -- a keyless limit: its own name
   rc_seeds = ("127.0.0.1:%d,127.0.0.1:%d"):format(other, rc_owner)
 end
 local worker_user, worker_group = U.nginx_user(root)
@@ -697,7 +697,7 @@ local ok, err = pcall(function()
     for _, r in ipairs(answers) do
       if r.code == 200 then f200 = f200 + 1 elseif r.code == 429 then f429 = f429 + 1 end
     end
-    local key = ("sw:{%s/~=%s}"):format(limit, limit)
+    local key = ("sw:{%s/%s}"):format(limit, limit) -- a keyless limit: its own name
     local hash = sh(("redis-cli -p %d --raw HGETALL %q"):format(port, key))
     local buckets, granted, fields = {}, 0, {}
     for v in hash:gmatch("%S+") do fields[#fields + 1] = tonumber(v) end
