@@ -239,8 +239,13 @@ local M = {
   EPLUGIN = -12, EVERSION = -13, EGEOMETRY = -14, ECORRUPT = -15,
   EFOREIGN = -16, EIO = -17, EPERM = -18, ENOTSUP = -19, ESTATE = -20, ETYPE = -21,
   -- segment open flags
-  SEGMENT_CREATE = 1, SEGMENT_RESET = 2, SEGMENT_READONLY = 4,
+  SEGMENT_CREATE = 1, SEGMENT_RESET = 2, SEGMENT_READONLY = 4, SEGMENT_ATTACH = 16,
 }
+
+-- Names of a segment's registry when no capacity is given: each name
+-- reserves its windows in /dev/shm (36.5 KiB with the default geometry),
+-- so 64 names take 2.3 MiB; per-client limits belong in a keyed table.
+local SEGMENT_NAMES = 64
 
 -- clock sources (sw_clock_use): booleans as the first API had them
 local CLOCK_SOURCES = {
@@ -1416,7 +1421,12 @@ local function build(C, path)
     }, Limiter)
     if segment then
       local ps = ffi_new("sw_segment *[1]")
-      rc = C.sw_segment_open(ps, segment, capacity or 1024, opts, segment_flags(o))
+      rc = C.sw_segment_open(ps, segment, capacity or SEGMENT_NAMES, opts, segment_flags(o))
+      if rc == M.EGEOMETRY and capacity == nil and not o.reset then
+        -- no capacity given: a segment made with another one (an older
+        -- default) is taken as it is
+        rc = C.sw_segment_open(ps, segment, 0, opts, M.SEGMENT_ATTACH)
+      end
       if rc ~= 0 then return nil, errmsg(rc), rc end
       self._seg = ffi_gc(ps[0], C.sw_segment_close)
       self._reg = C.sw_segment_registry(self._seg)
@@ -1425,7 +1435,7 @@ local function build(C, path)
       -- configuration (e.g. before an nginx reload)
       rc = C.sw_registry_set_rule(self._reg, opts)
       if rc ~= 0 then return nil, errmsg(rc), rc end
-      self.capacity = capacity or 1024
+      self.capacity = capacity or C.sw_registry_capacity(self._reg)
       self.segment = segment
     elseif capacity then
       local pr = ffi_new("sw_registry *[1]")

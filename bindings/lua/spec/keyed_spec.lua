@@ -194,7 +194,7 @@ describe("keyed table", function()
       verdicts(kt, 2, "b")
       verdicts(kt, 1, "c")
       local s = kt:stats()
-      assert.same({ 1000, 1264, 16, 2, 1, 49, 3, 6, 2 },
+      assert.same({ 1000, 1264, 16, 2, 1, 65, 3, 6, 2 },
         { s.capacity, s.slots, s.key_bytes, s.windows, s.interval, s.bytes_per_key, s.keys,
           s.total_pass, s.total_block })
       assert.same({ 3, "qps", "reject" }, { s.threshold, s.grade, s.behavior })
