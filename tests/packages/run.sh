@@ -127,6 +127,9 @@ if [ "$rc" -ne 0 ]; then
   fail "autopkgtest: status $rc"
 fi
 
+shm=$(ls /dev/shm | grep pkgtest || true)
+[ -z "$shm" ] || fail "debian/tests left segments in /dev/shm: $shm"
+
 step "the rockspec with libsw0 installed"
 sh tests/packages/luarocks.sh
 
