@@ -347,10 +347,17 @@ local function file_exists(path)
   return false
 end
 
+-- The usual library directories, searched last and in this order: where
+-- `make install` and Debian's libsw0 put the library. A program (or a test
+-- that must not find an installed libsw) may change the list before the
+-- first load.
+M.library_dirs = { "/usr/local/lib", "/usr/lib", "/usr/lib/x86_64-linux-gnu",
+                   "/usr/lib/aarch64-linux-gnu", "/usr/local/lib64", "/usr/lib64" }
+
 -- Where libsw.so is: the explicit path, else $SW_LIB, else package.cpath
--- ("libsw" substituted for '?'), else the usual library directories. Never a
--- bare ffi.load("sw"): the dynamic loader's search would silently pick
--- whatever libsw is installed. Returns the path, or nil, where it looked and
+-- ("libsw" substituted for '?'), else M.library_dirs. Never a bare
+-- ffi.load("sw"): the dynamic loader's search would silently pick whatever
+-- libsw is installed. Returns the path, or nil, where it looked and
 -- libsw.ENOTFOUND.
 local function find_library(path)
   if path ~= nil then
@@ -365,8 +372,7 @@ local function find_library(path)
   local found, err = package.searchpath("libsw", package.cpath)
   if found then return found end
   tried[#tried + 1] = err
-  for _, dir in ipairs { "/usr/local/lib", "/usr/lib", "/usr/lib/x86_64-linux-gnu",
-                         "/usr/lib/aarch64-linux-gnu", "/usr/local/lib64", "/usr/lib64" } do
+  for _, dir in ipairs(M.library_dirs) do
     for _, name in ipairs { "libsw.so", "libsw.so.0" } do
       local p = dir .. "/" .. name
       if file_exists(p) then return p end
