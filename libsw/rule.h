@@ -6,6 +6,7 @@
 #ifndef SW_RULE_H
 #define SW_RULE_H
 
+#include <stddef.h>
 #include <string.h>
 
 #include "internal.h"
@@ -70,6 +71,26 @@ static inline __attribute__((always_inline)) void sw__rule_box_hot(const sw__rul
     atomic_thread_fence(memory_order_acquire);
   } while (ver != atomic_load_explicit(&h->ver, memory_order_relaxed));
   memcpy(r, u.w, sizeof u.w);
+}
+
+/* The hot words and the queue bound: what pacing per key reads (keyed
+ * tables; their rule has no other parameter). */
+#define SW__RULE_QUEUE_WORD (offsetof(sw__rule, max_queue_ms) / 8)
+_Static_assert(offsetof(sw__rule, max_queue_ms) % 8 == 0, "the queue bound is a word");
+static inline __attribute__((always_inline)) void sw__rule_box_queue(const sw__rule_box *h,
+                                                                      sw__rule *r) {
+  uint64_t w[SW__RULE_HOT], q, ver;
+  do {
+    ver = atomic_load_explicit(&h->ver, memory_order_acquire);
+    const _Atomic uint64_t *copy = h->rule[ver & 1];
+    w[0] = atomic_load_explicit(&copy[0], memory_order_relaxed);
+    w[1] = atomic_load_explicit(&copy[1], memory_order_relaxed);
+    w[2] = atomic_load_explicit(&copy[2], memory_order_relaxed);
+    q = atomic_load_explicit(&copy[SW__RULE_QUEUE_WORD], memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+  } while (ver != atomic_load_explicit(&h->ver, memory_order_relaxed));
+  memcpy(r, w, sizeof w);
+  memcpy(&r->max_queue_ms, &q, sizeof q);
 }
 
 /* Load the rule; the reject behaviour needs only its hot words (loaded

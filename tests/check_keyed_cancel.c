@@ -11,14 +11,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "testutil.h"
+#include "keyedutil.h"
 
 static sw_keyed *table(uint32_t capacity, int grade, int behavior, double threshold) {
-  sw_options *o = NULL;
-  ck_ok(sw_options_create(&o));
-  ck_ok(sw_options_set(o, SW_OPT_GRADE, grade));
-  ck_ok(sw_options_set(o, SW_OPT_BEHAVIOR, behavior));
-  ck_ok(sw_options_set_double(o, SW_OPT_THRESHOLD, threshold));
+  sw_options *o = kt_opts(grade, behavior, threshold);
   ck_ok(sw_options_set(o, SW_OPT_MAX_QUEUE_MS, 500));
   sw_keyed *k = NULL;
   ck_ok(sw_keyed_create(&k, capacity, o));
@@ -26,18 +22,7 @@ static sw_keyed *table(uint32_t capacity, int grade, int behavior, double thresh
   return k;
 }
 
-static sw_decision enter(sw_keyed *k, int64_t t, const char *key) {
-  sw_decision d;
-  ck_ok(sw_keyed_entry_at(k, t, key, strlen(key), 1, 0, &d));
-  return d;
-}
 
-static int64_t kpass(sw_keyed *k, int64_t t, const char *key) {
-  sw_keyed_key s;
-  int rc = sw_keyed_lookup_at(k, t, key, strlen(key), &s);
-  ck_assert_int_ge(rc, 0);
-  return rc ? s.pass : -1;
-}
 
 static int64_t total_pass(sw_keyed *k) {
   sw_keyed_info in;
@@ -52,21 +37,21 @@ START_TEST(test_reject) {
   const char *keys[] = {"a", "a key of twenty bytes"};
   for (int i = 0; i < 2; i++) {
     sw_keyed *k = table(10, SW_GRADE_QPS, SW_BEHAVIOR_REJECT, 3);
-    enter(k, 1000, keys[i]);
-    enter(k, 1000, keys[i]);
-    sw_decision third = enter(k, 1000, keys[i]);
+    kt_enter(k, 1000, keys[i], 1);
+    kt_enter(k, 1000, keys[i], 1);
+    sw_decision third = kt_enter(k, 1000, keys[i], 1);
     ck_assert_int_eq(third.verdict, SW_VERDICT_PASS);
-    sw_decision blocked = enter(k, 1000, keys[i]);
+    sw_decision blocked = kt_enter(k, 1000, keys[i], 1);
     ck_assert_int_eq(blocked.verdict, SW_VERDICT_BLOCK);
     ck_ok(sw_keyed_cancel(k, &blocked));
-    ck_assert_int_eq(kpass(k, 1000, keys[i]), 3);
+    ck_assert_int_eq(kt_pass(k, 1000, keys[i]), 3);
     ck_ok(sw_keyed_cancel(k, &third));
-    ck_assert_int_eq(kpass(k, 1000, keys[i]), 2);
+    ck_assert_int_eq(kt_pass(k, 1000, keys[i]), 2);
     ck_assert_int_eq(total_pass(k), 2);
     ck_ok(sw_keyed_cancel(k, &third)); /* again: nothing */
-    ck_assert_int_eq(kpass(k, 1000, keys[i]), 2);
-    ck_assert_int_eq(enter(k, 1000, keys[i]).verdict, SW_VERDICT_PASS);
-    ck_assert_int_eq(enter(k, 1000, keys[i]).verdict, SW_VERDICT_BLOCK);
+    ck_assert_int_eq(kt_pass(k, 1000, keys[i]), 2);
+    ck_assert_int_eq(kt_enter(k, 1000, keys[i], 1).verdict, SW_VERDICT_PASS);
+    ck_assert_int_eq(kt_enter(k, 1000, keys[i], 1).verdict, SW_VERDICT_BLOCK);
     sw_keyed_free(k);
   }
 }
@@ -76,17 +61,17 @@ END_TEST
  * window; one whose window has left the ring is gone already. */
 START_TEST(test_windows) {
   sw_keyed *k = table(10, SW_GRADE_QPS, SW_BEHAVIOR_REJECT, 10);
-  sw_decision early = enter(k, 1000, "a"); /* window 2 */
-  enter(k, 1600, "a");                     /* window 3 */
-  ck_assert_int_eq(kpass(k, 1600, "a"), 2);
+  sw_decision early = kt_enter(k, 1000, "a", 1); /* window 2 */
+  kt_enter(k, 1600, "a", 1);                     /* window 3 */
+  ck_assert_int_eq(kt_pass(k, 1600, "a"), 2);
   ck_ok(sw_keyed_cancel(k, &early));
-  ck_assert_int_eq(kpass(k, 1600, "a"), 1);
-  ck_assert_int_eq(kpass(k, 2000, "a"), 1); /* window 3 alone */
-  sw_decision gone = enter(k, 2000, "b");  /* window 4 */
-  enter(k, 3000, "b");                     /* window 6: the same word, 4 has left */
-  enter(k, 3000, "b");
+  ck_assert_int_eq(kt_pass(k, 1600, "a"), 1);
+  ck_assert_int_eq(kt_pass(k, 2000, "a"), 1); /* window 3 alone */
+  sw_decision gone = kt_enter(k, 2000, "b", 1);  /* window 4 */
+  kt_enter(k, 3000, "b", 1);                     /* window 6: the same word, 4 has left */
+  kt_enter(k, 3000, "b", 1);
   ck_ok(sw_keyed_cancel(k, &gone));
-  ck_assert_int_eq(kpass(k, 3000, "b"), 2);
+  ck_assert_int_eq(kt_pass(k, 3000, "b"), 2);
   sw_keyed_free(k);
 }
 END_TEST
@@ -94,15 +79,15 @@ END_TEST
 /* Concurrency: the request in flight is given back with the pass. */
 START_TEST(test_concurrency) {
   sw_keyed *k = table(10, SW_GRADE_CONCURRENCY, SW_BEHAVIOR_REJECT, 2);
-  enter(k, 1000, "c");
-  sw_decision second = enter(k, 1000, "c");
-  ck_assert_int_eq(enter(k, 1000, "c").verdict, SW_VERDICT_BLOCK);
+  kt_enter(k, 1000, "c", 1);
+  sw_decision second = kt_enter(k, 1000, "c", 1);
+  ck_assert_int_eq(kt_enter(k, 1000, "c", 1).verdict, SW_VERDICT_BLOCK);
   ck_ok(sw_keyed_cancel(k, &second));
   sw_keyed_key s;
   ck_assert_int_eq(sw_keyed_lookup_at(k, 1000, "c", 1, &s), 1);
   ck_assert_int_eq(s.in_flight, 1);
   ck_assert_int_eq(s.pass, 1);
-  ck_assert_int_eq(enter(k, 1000, "c").verdict, SW_VERDICT_PASS);
+  ck_assert_int_eq(kt_enter(k, 1000, "c", 1).verdict, SW_VERDICT_PASS);
   sw_keyed_free(k);
 }
 END_TEST
@@ -112,18 +97,18 @@ END_TEST
  * stays taken (the later one keeps its time), its pass given back. */
 START_TEST(test_pacing) {
   sw_keyed *k = table(10, SW_GRADE_QPS, SW_BEHAVIOR_PACING, 10);
-  ck_assert_int_eq(enter(k, 10000, "p").wait_ms, 0);
-  ck_assert_int_eq(enter(k, 10000, "p").wait_ms, 100);
-  sw_decision third = enter(k, 10000, "p");
+  ck_assert_int_eq(kt_enter(k, 10000, "p", 1).wait_ms, 0);
+  ck_assert_int_eq(kt_enter(k, 10000, "p", 1).wait_ms, 100);
+  sw_decision third = kt_enter(k, 10000, "p", 1);
   ck_assert_int_eq(third.wait_ms, 200);
   ck_ok(sw_keyed_cancel(k, &third));
-  ck_assert_int_eq(kpass(k, 10000, "p"), 2);
-  sw_decision again = enter(k, 10000, "p");
+  ck_assert_int_eq(kt_pass(k, 10000, "p"), 2);
+  sw_decision again = kt_enter(k, 10000, "p", 1);
   ck_assert_int_eq(again.wait_ms, 200);
-  ck_assert_int_eq(enter(k, 10000, "p").wait_ms, 300);
+  ck_assert_int_eq(kt_enter(k, 10000, "p", 1).wait_ms, 300);
   ck_ok(sw_keyed_cancel(k, &again)); /* not the last: the queue stays */
-  ck_assert_int_eq(enter(k, 10000, "p").wait_ms, 400);
-  ck_assert_int_eq(kpass(k, 10000, "p"), 4);
+  ck_assert_int_eq(kt_enter(k, 10000, "p", 1).wait_ms, 400);
+  ck_assert_int_eq(kt_pass(k, 10000, "p"), 4);
   sw_keyed_free(k);
 }
 END_TEST
@@ -133,16 +118,16 @@ END_TEST
  * wrote is SW_EINVAL. */
 START_TEST(test_foreign) {
   sw_keyed *k = table(12, SW_GRADE_QPS, SW_BEHAVIOR_REJECT, 5); /* one bucket: 16 places */
-  sw_decision d = enter(k, 1000, "first");
+  sw_decision d = kt_enter(k, 1000, "first", 1);
   for (int i = 0; i < 15; i++) {
     char key[8];
     snprintf(key, sizeof key, "f%d", i);
-    enter(k, 100000, key);
+    kt_enter(k, 100000, key, 1);
   }
-  enter(k, 100000, "taker"); /* "first" is idle: its place is taken */
-  ck_assert_int_eq(kpass(k, 100000, "first"), -1);
+  kt_enter(k, 100000, "taker", 1); /* "first" is idle: its place is taken */
+  ck_assert_int_eq(kt_pass(k, 100000, "first"), -1);
   ck_ok(sw_keyed_cancel(k, &d));
-  ck_assert_int_eq(kpass(k, 100000, "taker"), 1);
+  ck_assert_int_eq(kt_pass(k, 100000, "taker"), 1);
   sw_decision bad = {.receipt = {(int64_t)(UINT64_C(2) << 62 | 0x3fffffff), 1}};
   ck_sw(sw_keyed_cancel(k, &bad), SW_EINVAL);
   sw_keyed_free(k);
@@ -181,7 +166,7 @@ START_TEST(test_threads) {
     pthread_join(tid[i], NULL);
     kept += c[i].kept;
   }
-  ck_assert_int_eq(kpass(k, 1000, "shared"), kept);
+  ck_assert_int_eq(kt_pass(k, 1000, "shared"), kept);
   ck_assert_int_eq(total_pass(k), kept);
   sw_keyed_free(k);
 }
@@ -216,7 +201,7 @@ START_TEST(test_all_or_nothing) {
   }
   ck_assert_int_eq(flood, 2);
   ck_assert_int_eq(others, 98);
-  ck_assert_int_eq(kpass(site, 10000, "site"), 100);
+  ck_assert_int_eq(kt_pass(site, 10000, "site"), 100);
   sw_keyed_free(site);
   sw_keyed_free(client);
 }

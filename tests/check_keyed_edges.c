@@ -9,16 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "testutil.h"
+#include "keyedutil.h"
 
-static sw_options *opts(int grade, int behavior, double threshold) {
-  sw_options *o = NULL;
-  ck_ok(sw_options_create(&o));
-  ck_ok(sw_options_set(o, SW_OPT_GRADE, grade));
-  ck_ok(sw_options_set(o, SW_OPT_BEHAVIOR, behavior));
-  ck_ok(sw_options_set_double(o, SW_OPT_THRESHOLD, threshold));
-  return o;
-}
 
 static sw_keyed *table(uint32_t capacity, sw_options *o) {
   sw_keyed *k = NULL;
@@ -27,11 +19,6 @@ static sw_keyed *table(uint32_t capacity, sw_options *o) {
   return k;
 }
 
-static sw_decision enter_n(sw_keyed *k, int64_t t, const char *key, int64_t n) {
-  sw_decision d;
-  ck_ok(sw_keyed_entry_at(k, t, key, strlen(key), n, 0, &d));
-  return d;
-}
 
 static sw_keyed_key look(const sw_keyed *k, int64_t t, const char *key) {
   sw_keyed_key s;
@@ -44,8 +31,8 @@ static sw_keyed_key look(const sw_keyed *k, int64_t t, const char *key) {
  * interval: 2 x 500 ms, an entry at 1000 (window 2) is read at 1999 and
  * not at 2000 — by lookup, scan and the top's active keys. */
 START_TEST(test_read_boundary) {
-  sw_keyed *k = table(100, opts(SW_GRADE_QPS, SW_BEHAVIOR_REJECT, 10));
-  enter_n(k, 1000, "a", 3);
+  sw_keyed *k = table(100, kt_opts(SW_GRADE_QPS, SW_BEHAVIOR_REJECT, 10));
+  kt_enter(k, 1000, "a", 3);
   ck_assert_int_eq(look(k, 1999, "a").pass, 3);
   ck_assert_int_eq(look(k, 2000, "a").pass, 0);
   sw_keyed_key top[4];
@@ -64,25 +51,25 @@ END_TEST
 /* Pacing at 3 per second: 333.33 ms apart; waits are rounded to the
  * nearest ms (333, 667), as the limiter's are, not truncated. */
 START_TEST(test_pacing_rounding) {
-  sw_options *o = opts(SW_GRADE_QPS, SW_BEHAVIOR_PACING, 3);
+  sw_options *o = kt_opts(SW_GRADE_QPS, SW_BEHAVIOR_PACING, 3);
   ck_ok(sw_options_set(o, SW_OPT_MAX_QUEUE_MS, 1000));
   sw_keyed *k = table(10, o);
-  ck_assert_int_eq(enter_n(k, 10000, "p", 1).wait_ms, 0);
-  ck_assert_int_eq(enter_n(k, 10000, "p", 1).wait_ms, 333);
-  ck_assert_int_eq(enter_n(k, 10000, "p", 1).wait_ms, 667);
-  ck_assert_int_eq(enter_n(k, 10000, "p", 1).wait_ms, 1000);
+  ck_assert_int_eq(kt_enter(k, 10000, "p", 1).wait_ms, 0);
+  ck_assert_int_eq(kt_enter(k, 10000, "p", 1).wait_ms, 333);
+  ck_assert_int_eq(kt_enter(k, 10000, "p", 1).wait_ms, 667);
+  ck_assert_int_eq(kt_enter(k, 10000, "p", 1).wait_ms, 1000);
   sw_keyed_free(k);
 }
 END_TEST
 
 /* 1..64 windows, as documented: 64 work, 65 are refused. */
 START_TEST(test_window_counts) {
-  sw_options *o = opts(SW_GRADE_QPS, SW_BEHAVIOR_REJECT, 1000);
+  sw_options *o = kt_opts(SW_GRADE_QPS, SW_BEHAVIOR_REJECT, 1000);
   ck_ok(sw_options_set(o, SW_OPT_SECOND_SAMPLE_COUNT, 64));
   ck_ok(sw_options_set(o, SW_OPT_SECOND_INTERVAL_MS, 64000));
   sw_keyed *k = NULL;
   ck_ok(sw_keyed_create(&k, 10, o));
-  for (int i = 0; i < 64; i++) enter_n(k, 1000 * i, "w", 1);
+  for (int i = 0; i < 64; i++) kt_enter(k, 1000 * i, "w", 1);
   ck_assert_int_eq(look(k, 63000, "w").pass, 64);
   ck_assert_int_eq(look(k, 64000, "w").pass, 63);
   sw_keyed_free(k);
@@ -100,16 +87,16 @@ END_TEST
  * (fast path); the next unit is refused. Both paths: a short key (fast)
  * and one of 20 bytes (general). */
 START_TEST(test_counts_fill_32_bits) {
-  sw_options *o = opts(SW_GRADE_QPS, SW_BEHAVIOR_REJECT, 2e6);
+  sw_options *o = kt_opts(SW_GRADE_QPS, SW_BEHAVIOR_REJECT, 2e6);
   ck_ok(sw_options_set(o, SW_OPT_SECOND_SAMPLE_COUNT, 1));
   ck_ok(sw_options_set(o, SW_OPT_SECOND_INTERVAL_MS, 100));
   sw_keyed *k = table(10, o);
   const char *keys[] = {"short", "a key of twenty bytes"};
   for (int i = 0; i < 2; i++) {
-    ck_assert_int_eq(enter_n(k, 5000, keys[i], 1).verdict, SW_VERDICT_PASS); /* the key exists */
-    ck_assert_int_eq(enter_n(k, 5100, keys[i], 2000000).verdict, SW_VERDICT_PASS);
+    ck_assert_int_eq(kt_enter(k, 5000, keys[i], 1).verdict, SW_VERDICT_PASS); /* the key exists */
+    ck_assert_int_eq(kt_enter(k, 5100, keys[i], 2000000).verdict, SW_VERDICT_PASS);
     ck_assert_int_eq(look(k, 5100, keys[i]).pass, 2000000);
-    ck_assert_int_eq(enter_n(k, 5100, keys[i], 1).verdict, SW_VERDICT_BLOCK);
+    ck_assert_int_eq(kt_enter(k, 5100, keys[i], 1).verdict, SW_VERDICT_BLOCK);
   }
   sw_keyed_free(k);
 }
@@ -118,11 +105,11 @@ END_TEST
 /* Times near INT64_MAX: a refused entry's retry-after is computed without
  * overflow (UBSan in the sanitizer run), and is exact. */
 START_TEST(test_far_times) {
-  sw_keyed *k = table(10, opts(SW_GRADE_QPS, SW_BEHAVIOR_REJECT, 1));
+  sw_keyed *k = table(10, kt_opts(SW_GRADE_QPS, SW_BEHAVIOR_REJECT, 1));
   const int64_t t = INT64_MAX - 3; /* 304 ms into its window of 500 */
   ck_assert_int_eq(t % 500, 304);
-  ck_assert_int_eq(enter_n(k, t, "far", 1).verdict, SW_VERDICT_PASS);
-  sw_decision d = enter_n(k, t, "far", 1);
+  ck_assert_int_eq(kt_enter(k, t, "far", 1).verdict, SW_VERDICT_PASS);
+  sw_decision d = kt_enter(k, t, "far", 1);
   ck_assert_int_eq(d.verdict, SW_VERDICT_BLOCK);
   ck_assert_int_eq(d.retry_after_ms, 1000 - 304); /* when its window leaves the interval */
   sw_keyed_free(k);
@@ -132,15 +119,15 @@ END_TEST
 /* A concurrency key with a request in flight whose windows have all left
  * the interval is not idle: a new key does not take its place. */
 START_TEST(test_in_flight_is_not_idle) {
-  sw_options *o = opts(SW_GRADE_CONCURRENCY, SW_BEHAVIOR_REJECT, 2);
+  sw_options *o = kt_opts(SW_GRADE_CONCURRENCY, SW_BEHAVIOR_REJECT, 2);
   ck_ok(sw_options_set(o, SW_OPT_KEYED_ON_FULL, SW_FULL_CLOSED));
   sw_keyed *k = table(12, o); /* one bucket: 16 places */
   for (int i = 0; i < 16; i++) {
     char key[8];
     snprintf(key, sizeof key, "k%d", i);
-    ck_assert_int_eq(enter_n(k, 1000, key, 1).verdict, SW_VERDICT_PASS);
+    ck_assert_int_eq(kt_enter(k, 1000, key, 1).verdict, SW_VERDICT_PASS);
   }
-  sw_decision d = enter_n(k, 100000, "new", 1); /* every window out, every request in */
+  sw_decision d = kt_enter(k, 100000, "new", 1); /* every window out, every request in */
   ck_assert_int_eq(d.full, 1);
   for (int i = 0; i < 16; i++) {
     char key[8];
@@ -178,7 +165,7 @@ static void *race_worker(void *arg) {
 }
 
 START_TEST(test_eviction_races_entries) {
-  sw_options *o = opts(SW_GRADE_CONCURRENCY, SW_BEHAVIOR_REJECT, 1000);
+  sw_options *o = kt_opts(SW_GRADE_CONCURRENCY, SW_BEHAVIOR_REJECT, 1000);
   ck_ok(sw_options_set(o, SW_OPT_KEYED_ON_FULL, SW_FULL_EVICT));
   sw_keyed *k = table(12, o); /* one bucket: 16 places */
   race r[4];

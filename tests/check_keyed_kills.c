@@ -8,10 +8,12 @@
  * have come back to the same value). After each: nothing hangs, every key
  * holds exactly its own counts and no other's, the table's key count is the
  * number of places holding keys, and no place is lost. */
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <sys/wait.h>
 
+#include "keyedutil.h"
 #include "segutil.h"
 
 #define T_OLD INT64_C(1000)     /* the old keys' entries */
@@ -45,27 +47,8 @@ static sw_options *sc_opts(const scenario *sc) {
   return o;
 }
 
-static int64_t kpass(const sw_keyed *k, int64_t t, const char *key) {
-  sw_keyed_key s;
-  int rc = sw_keyed_lookup_at(k, t, key, strlen(key), &s);
-  return rc == 1 ? s.pass : rc == 0 ? -1 : rc;
-}
 
-/* Places holding keys, as a scan sees them. */
-static int64_t scanned(const sw_keyed *k, int64_t t) {
-  sw_keyed_key keys[64];
-  uint64_t cursor = 0;
-  int64_t n = 0;
-  int got;
-  while ((got = sw_keyed_scan_at(k, t, &cursor, keys, 64)) > 0) n += got;
-  return got < 0 ? got : n;
-}
 
-static sw_decision enter(sw_keyed *k, int64_t t, const char *key) {
-  sw_decision d;
-  ck_ok(sw_keyed_entry_at(k, t, key, strlen(key), 1, 0, &d));
-  return d;
-}
 
 /* The victim: one entry of the newcomer, at the time the scenario gives
  * (and with "cancel", its cancel). */
@@ -113,13 +96,13 @@ static void check_after(sw_keyed *k, const scenario *sc, const char *what, int64
     for (int i = 0; i < (sc->fill == EMPTY_PLACE ? 8 : 16); i++) {
       char key[8];
       snprintf(key, sizeof key, "old%d", i);
-      int64_t p = kpass(k, t_old, key);
+      int64_t p = kt_pass(k, t_old, key);
       if (p != want) CHILD_CHECK(sc->fill != EMPTY_PLACE && p < want && !taken++, 11);
     }
-    CHILD_CHECK(kpass(k, T_NEW, "newcomer") <= newcomer_max, 12);
+    CHILD_CHECK(kt_pass(k, T_NEW, "newcomer") <= newcomer_max, 12);
     sw_keyed_info in;
     CHILD_CHECK(sw_keyed_stats(k, &in) == SW_OK, 13);
-    CHILD_CHECK(in.keys == scanned(k, T_NEW), 14);
+    CHILD_CHECK(in.keys == kt_scanned(k, T_NEW), 14);
     if (sc->grade == SW_GRADE_CONCURRENCY) /* the newcomer's request ends */
       while (sw_keyed_exit_at(k, T_LATER, "newcomer", 8, 1, 1, 0) == SW_OK) {
       }
@@ -129,10 +112,10 @@ static void check_after(sw_keyed *k, const scenario *sc, const char *what, int64
       sw_decision d;
       CHILD_CHECK(sw_keyed_entry_at(k, T_LATER, key, strlen(key), 1, 0, &d) == SW_OK, 15);
       CHILD_CHECK(d.verdict != SW_VERDICT_BLOCK && !d.full, 16);
-      CHILD_CHECK(kpass(k, T_LATER, key) == 1, 17);
+      CHILD_CHECK(kt_pass(k, T_LATER, key) == 1, 17);
     }
     CHILD_CHECK(sw_keyed_stats(k, &in) == SW_OK && in.keys == 16, 18);
-    CHILD_CHECK(scanned(k, T_LATER) == 16, 19);
+    CHILD_CHECK(kt_scanned(k, T_LATER) == 16, 19);
     _exit(0);
   }
   int rc = wait_child(pid);
@@ -152,7 +135,7 @@ static sw_keyed *prepare(const char *name, const scenario *sc) {
   for (int i = 0; i < n; i++) {
     char key[8];
     snprintf(key, sizeof key, "old%d", i);
-    enter(k, t_old(sc), key);
+    kt_enter(k, t_old(sc), key, 1);
     if (sc->grade == SW_GRADE_CONCURRENCY) /* nothing in flight: evictable too */
       ck_ok(sw_keyed_exit_at(k, t_old(sc), key, strlen(key), 1, 1, 0));
   }
@@ -275,11 +258,11 @@ START_TEST(test_eviction_meets_an_entry) {
   for (int i = 0; i < 16; i++) { /* each key: a request in flight */
     char key[8];
     snprintf(key, sizeof key, "old%d", i);
-    ck_assert_int_eq(enter(k, T_NEW, key).verdict, SW_VERDICT_PASS);
+    ck_assert_int_eq(kt_enter(k, T_NEW, key, 1).verdict, SW_VERDICT_PASS);
   }
   kill(pid, SIGCONT);
   ck_assert_int_eq(wait_child(pid), 0); /* refused: every key has a request in flight */
-  ck_assert_int_eq(kpass(k, T_NEW, "newcomer"), -1);
+  ck_assert_int_eq(kt_pass(k, T_NEW, "newcomer"), -1);
   for (int i = 0; i < 16; i++) {
     char key[8];
     snprintf(key, sizeof key, "old%d", i);
@@ -308,7 +291,7 @@ START_TEST(test_cancel_killed_and_stopped) {
       ck_assert_int_eq(waitpid(pid, &st, WUNTRACED), pid);
       if (stop) {
         ck_assert(WIFSTOPPED(st));
-        ck_assert_int_eq(enter(k, T_NEW, "old1").verdict, SW_VERDICT_PASS); /* nobody waits */
+        ck_assert_int_eq(kt_enter(k, T_NEW, "old1", 1).verdict, SW_VERDICT_PASS); /* nobody waits */
         kill(pid, SIGCONT);
         ck_assert_int_eq(wait_child(pid), 0);
       } else {
@@ -320,11 +303,55 @@ START_TEST(test_cancel_killed_and_stopped) {
       ck_assert_msg(s.pass == (queue && !stop), "%s, %s: pass %lld", sc->name,
                     stop ? "stopped" : "killed", (long long)s.pass);
       ck_assert_int_le(s.in_flight, stop ? 0 : 1);
-      if (sc->fill != EMPTY_PLACE) ck_assert_int_eq(kpass(k, T_NEW, "old1"), stop);
+      if (sc->fill != EMPTY_PLACE) ck_assert_int_eq(kt_pass(k, T_NEW, "old1"), stop);
       sw_keyed_free(k);
       ck_ok(sw_segment_unlink(name));
     }
   }
+}
+END_TEST
+
+/* Two processes enter one new key at once: one inserts it (stopped here
+ * inside the bucket's lock), the other finds it under the lock when it
+ * gets it and counts in it — one insert, both passes, in one place. */
+typedef struct entry_arg {
+  sw_keyed *k;
+  int rc;
+  sw_decision d;
+} entry_arg;
+
+static void *enter_newcomer(void *arg) {
+  entry_arg *a = arg;
+  a->rc = sw_keyed_entry_at(a->k, T_NEW, "newcomer", 8, 1, 0, &a->d);
+  return NULL;
+}
+
+START_TEST(test_same_new_key_twice) {
+  const scenario *sc = &scenarios[0]; /* reject, an empty place */
+  char name[64];
+  shm_name(name, sizeof name, "ktwice");
+  sw_keyed *k = prepare(name, sc);
+  pid_t pid = spawn_victim(name, T_NEW, "keyed-busy:1:stop");
+  int st;
+  ck_assert_int_eq(waitpid(pid, &st, WUNTRACED), pid);
+  ck_assert(WIFSTOPPED(st));
+  entry_arg a = {.k = k};
+  pthread_t tid;
+  ck_assert_int_eq(pthread_create(&tid, NULL, enter_newcomer, &a), 0);
+  struct timespec ts = {0, 200 * 1000000L}; /* it waits for the bucket's lock */
+  nanosleep(&ts, NULL);
+  kill(pid, SIGCONT);
+  ck_assert_int_eq(wait_child(pid), 0);
+  pthread_join(tid, NULL);
+  ck_assert_int_eq(a.rc, SW_OK);
+  ck_assert_int_eq(a.d.verdict, SW_VERDICT_PASS);
+  ck_assert_int_eq(kt_pass(k, T_NEW, "newcomer"), 2);
+  sw_keyed_info in;
+  ck_ok(sw_keyed_stats(k, &in));
+  ck_assert_int_eq(in.inserted, 8 + 1); /* the 8 old keys and the newcomer, once */
+  ck_assert_int_eq(in.keys, 9);
+  sw_keyed_free(k);
+  ck_ok(sw_segment_unlink(name));
 }
 END_TEST
 
@@ -344,7 +371,7 @@ START_TEST(test_entry_stopped_across_reuses) {
   sw_keyed *k = NULL;
   ck_ok(sw_keyed_open(&k, name, 12, o, SW_SEGMENT_RESET));
   sw_options_free(o);
-  if (fast) enter(k, T_NEW, "newcomer"); /* the bucket's first place */
+  if (fast) kt_enter(k, T_NEW, "newcomer", 1); /* the bucket's first place */
   /* the newcomer takes the bucket's first place; 15 more keys fill the others */
   pid_t pid = spawn_victim(name, T_NEW, "keyed-cas:1:stop");
   int st;
@@ -357,7 +384,7 @@ START_TEST(test_entry_stopped_across_reuses) {
   for (int i = 0; i < 15; i++) {
     char key[8];
     snprintf(key, sizeof key, "full%d", i);
-    enter(k, T_NEW, key);
+    kt_enter(k, T_NEW, key, 1);
   }
   /* 102,400 keys in turn take the newcomer's place: each entry blocked
    * (n over the threshold), so each key is idle at once and its place is
@@ -375,12 +402,12 @@ START_TEST(test_entry_stopped_across_reuses) {
   ck_assert_int_ge(in.reclaimed, 102400);
   kill(pid, SIGCONT);
   ck_assert_int_eq(wait_child(pid), 0);
-  ck_assert_int_le(kpass(k, t, key), 0); /* the place's latest key (gone, or holding none) */
-  ck_assert_int_eq(kpass(k, T_NEW, "newcomer"), 1); /* its one pass at T_NEW, in its own key */
+  ck_assert_int_le(kt_pass(k, t, key), 0); /* the place's latest key (gone, or holding none) */
+  ck_assert_int_eq(kt_pass(k, T_NEW, "newcomer"), 1); /* its one pass at T_NEW, in its own key */
   for (int i = 0; i < 15; i++) {
     char fk[8];
     snprintf(fk, sizeof fk, "full%d", i);
-    ck_assert_int_eq(kpass(k, T_NEW, fk), 1);
+    ck_assert_int_eq(kt_pass(k, T_NEW, fk), 1);
   }
   sw_keyed_free(k);
   ck_ok(sw_segment_unlink(name));
@@ -399,6 +426,7 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, test_repairer_killed);
   tcase_add_test(tc, test_eviction_meets_an_entry);
   tcase_add_test(tc, test_cancel_killed_and_stopped);
+  tcase_add_test(tc, test_same_new_key_twice);
   tcase_add_loop_test(tc, test_entry_stopped_across_reuses, 0, 2);
   suite_add_tcase(s, tc);
   int rc = sw_test_run(s);

@@ -4,7 +4,9 @@
 # ThreadSanitizer, valgrind), the fuzzer against the reference model, the
 # segment fuzzer (damaged segments of every kind), the
 # ABI check, make distcheck, an out-of-tree pkg-config consumer, the
-# Python, Lua and nginx suites, and the examples of README.md and docs/.
+# versions, the Python, Lua and nginx suites, the Debian packages, the
+# Python sdist and wheel, the rockspec, and the examples of README.md and
+# docs/.
 # Installs the Debian packages it needs when they are missing.
 set -eu
 cd "$(dirname "$0")/.."
@@ -51,6 +53,9 @@ make -C _build/plain -s distcheck >/dev/null
 step "a C program outside the tree, built with pkg-config"
 tests/pkgconfig-consumer.sh _build/plain
 
+step "one version for every artefact (tools/check-versions.sh, and each kind of disagreement)"
+sh tests/check-versions.sh
+
 step "observability: swctl serve, Prometheus, metric log, dashboard in Chromium"
 tests/observability/run.sh _build/plain
 
@@ -68,6 +73,12 @@ if [ -x bindings/nginx/run-tests.sh ]; then
   step "nginx module: Debian's nginx with 2 workers, and under valgrind memcheck"
   bindings/nginx/run-tests.sh _build/plain
 fi
+
+step "Debian packages: README's build, lintian, installed, autopkgtest, LuaRocks, purged (a few minutes)"
+sh tests/packages/run.sh
+
+step "Python sdist and wheel (python3 -m build), the wheel's tests in a venv with no clone"
+sh tests/packages/python-dist.sh
 
 step "examples: every marked code block of README.md and docs/, run as written"
 sh tests/docs/run.sh

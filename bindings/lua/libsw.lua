@@ -239,8 +239,13 @@ local M = {
   EPLUGIN = -12, EVERSION = -13, EGEOMETRY = -14, ECORRUPT = -15,
   EFOREIGN = -16, EIO = -17, EPERM = -18, ENOTSUP = -19, ESTATE = -20, ETYPE = -21,
   -- segment open flags
-  SEGMENT_CREATE = 1, SEGMENT_RESET = 2, SEGMENT_READONLY = 4,
+  SEGMENT_CREATE = 1, SEGMENT_RESET = 2, SEGMENT_READONLY = 4, SEGMENT_ATTACH = 16,
 }
+
+-- Names of a segment's registry when no capacity is given: each name
+-- reserves its windows in /dev/shm (36.5 KiB with the default geometry),
+-- so 64 names take 2.3 MiB; per-client limits belong in a keyed table.
+local SEGMENT_NAMES = 64
 
 -- clock sources (sw_clock_use): booleans as the first API had them
 local CLOCK_SOURCES = {
@@ -342,10 +347,17 @@ local function file_exists(path)
   return false
 end
 
+-- The usual library directories, searched last and in this order: where
+-- `make install` and Debian's libsw0 put the library. A program (or a test
+-- that must not find an installed libsw) may change the list before the
+-- first load.
+M.library_dirs = { "/usr/local/lib", "/usr/lib", "/usr/lib/x86_64-linux-gnu",
+                   "/usr/lib/aarch64-linux-gnu", "/usr/local/lib64", "/usr/lib64" }
+
 -- Where libsw.so is: the explicit path, else $SW_LIB, else package.cpath
--- ("libsw" substituted for '?'), else the usual library directories. Never a
--- bare ffi.load("sw"): the dynamic loader's search would silently pick
--- whatever libsw is installed. Returns the path, or nil, where it looked and
+-- ("libsw" substituted for '?'), else M.library_dirs. Never a bare
+-- ffi.load("sw"): the dynamic loader's search would silently pick whatever
+-- libsw is installed. Returns the path, or nil, where it looked and
 -- libsw.ENOTFOUND.
 local function find_library(path)
   if path ~= nil then
@@ -360,8 +372,7 @@ local function find_library(path)
   local found, err = package.searchpath("libsw", package.cpath)
   if found then return found end
   tried[#tried + 1] = err
-  for _, dir in ipairs { "/usr/local/lib", "/usr/lib", "/usr/lib/x86_64-linux-gnu",
-                         "/usr/lib/aarch64-linux-gnu", "/usr/local/lib64", "/usr/lib64" } do
+  for _, dir in ipairs(M.library_dirs) do
     for _, name in ipairs { "libsw.so", "libsw.so.0" } do
       local p = dir .. "/" .. name
       if file_exists(p) then return p end
@@ -1410,7 +1421,12 @@ local function build(C, path)
     }, Limiter)
     if segment then
       local ps = ffi_new("sw_segment *[1]")
-      rc = C.sw_segment_open(ps, segment, capacity or 1024, opts, segment_flags(o))
+      rc = C.sw_segment_open(ps, segment, capacity or SEGMENT_NAMES, opts, segment_flags(o))
+      if rc == M.EGEOMETRY and capacity == nil and not o.reset then
+        -- no capacity given: a segment made with another one (an older
+        -- default) is taken as it is
+        rc = C.sw_segment_open(ps, segment, 0, opts, M.SEGMENT_ATTACH)
+      end
       if rc ~= 0 then return nil, errmsg(rc), rc end
       self._seg = ffi_gc(ps[0], C.sw_segment_close)
       self._reg = C.sw_segment_registry(self._seg)
@@ -1419,7 +1435,7 @@ local function build(C, path)
       -- configuration (e.g. before an nginx reload)
       rc = C.sw_registry_set_rule(self._reg, opts)
       if rc ~= 0 then return nil, errmsg(rc), rc end
-      self.capacity = capacity or 1024
+      self.capacity = capacity or C.sw_registry_capacity(self._reg)
       self.segment = segment
     elseif capacity then
       local pr = ffi_new("sw_registry *[1]")

@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Keyed cancels (all or nothing across limits): what an admitted entry
  * counted given back from its receipt, each thing with one CAS (keyed.h). */
-#include <math.h>
-
 #include "keyed.h"
 
 /* Take n passes of window wid (its low 31 bits) out of slot idx's ring,
@@ -44,7 +42,7 @@ SW_API int sw_keyed_cancel(sw_keyed *k, sw_decision *d) {
     sw__rule_box_load(&k->hdr->rule, &r, true);
     sw__kt_w *aux = sw__kt_aux(k, idx);
     const double ticks = r.threshold > 0 ? (double)n / r.threshold * 1000.0 * SW__KT_TICKS_PER_MS : 0;
-    const int64_t cost = ticks < (double)(INT64_C(1) << 60) ? (int64_t)round(ticks) : 0;
+    const int64_t cost = ticks < (double)(INT64_C(1) << 60) ? (int64_t)(ticks + 0.5) : 0; /* as the entry's */
     uint64_t a = sw__kt_lo_of(aux), h = sw__kt_hi_of(aux);
     /* the last admission it set: a, or before a (later admissions came) */
     const int64_t next = (int64_t)(a - ((a - what) & 0xffffffffu));

@@ -190,11 +190,12 @@ static int sw__kt_decide_reject(sw_keyed *k, const sw__rule *r, int64_t t, uint3
 #define SW__KT_FAST_DONE 2
 #define SW__KT_FAST_FOUND 1
 #define SW__KT_FAST_ABSENT 0
-static inline __attribute__((always_inline)) int sw__kt_fast(sw_keyed *k, int64_t t,
-                                                             const unsigned char *key, size_t len,
-                                                             int64_t n, double threshold,
-                                                             sw_decision *d, sw__kt_key *q,
-                                                             sw__kt_ref *ref) {
+/* A key of up to 16 bytes looked up without a copy loop: SW__KT_FAST_FOUND
+ * and *ref, or SW__KT_FAST_ABSENT (*q prepared for an insert). */
+static inline __attribute__((always_inline)) int sw__kt_fast_find(const sw_keyed *k,
+                                                                  const unsigned char *key,
+                                                                  size_t len, sw__kt_key *q,
+                                                                  sw__kt_ref *ref) {
   uint64_t meta;
   sw__kt_prepare_short(k, key, len, q);
   int64_t idx = sw__kt_in_bucket(k, q, q->b[0], &meta);
@@ -204,8 +205,19 @@ static inline __attribute__((always_inline)) int sw__kt_fast(sw_keyed *k, int64_
       return SW__KT_FAST_ABSENT;
   }
   *ref = (sw__kt_ref){(uint32_t)idx, meta};
+  return SW__KT_FAST_FOUND;
+}
+
+static inline __attribute__((always_inline)) int sw__kt_fast(sw_keyed *k, int64_t t,
+                                                             const unsigned char *key, size_t len,
+                                                             int64_t n, double threshold,
+                                                             sw_decision *d, sw__kt_key *q,
+                                                             sw__kt_ref *ref) {
+  if (sw__kt_fast_find(k, key, len, q, ref) == SW__KT_FAST_ABSENT) return SW__KT_FAST_ABSENT;
+  const uint64_t meta = ref->meta;
+  const uint32_t idx = ref->idx;
   const uint32_t nw = k->windows, gen = sw__kt_mgen(meta);
-  sw__kt_w *win = sw__kt_win(k, (uint32_t)idx);
+  sw__kt_w *win = sw__kt_win(k, idx);
   const int64_t wid = t / k->wl;
   const uint64_t tag = (uint64_t)wid & SW__KT_WID_MASK;
   const uint32_t cur = nw == 2 ? (uint32_t)(wid & 1) : (uint32_t)(wid % nw);
@@ -243,7 +255,7 @@ static inline __attribute__((always_inline)) int sw__kt_fast(sw_keyed *k, int64_
   d->remaining = sw__kt_left(threshold, k->unit_interval
                                             ? used + n
                                             : (int64_t)((double)(used + n) / k->isec));
-  sw__kt_receipt(d, (uint32_t)idx, meta, (uint64_t)wid, n);
+  sw__kt_receipt(d, idx, meta, (uint64_t)wid, n);
   return SW__KT_FAST_DONE;
 }
 
@@ -267,7 +279,7 @@ static int sw__kt_decide_pacing(sw_keyed *k, const sw__rule *r, int64_t t, bool 
     sw__kt_blocked(k, idx, gen, wid, n, d);
     return SW_OK;
   }
-  const int64_t cost = (int64_t)round(ticks);
+  const int64_t cost = (int64_t)(ticks + 0.5); /* round: ticks >= 0 */
   const int64_t max_queue = r->max_queue_ms > 0 && r->max_queue_ms < (INT64_C(1) << 40)
                                 ? r->max_queue_ms * SW__KT_TICKS_PER_MS
                                 : r->max_queue_ms > 0 ? INT64_C(1) << 54 : 0;
@@ -407,8 +419,11 @@ static int sw__keyed_entry(sw_keyed *k, int64_t t, bool precise, const void *key
   if (sw__unlikely(key == NULL)) return sw__fail(SW_ENULL, "key is NULL");
   memset(d, 0, sizeof *d);
   sw__rule r;
-  if (k->kind == SW__KT_REJECT) /* the plain reject rule reads its hot words only */
+  /* the plain reject rule reads its hot words only, pacing the queue bound too */
+  if (k->kind == SW__KT_REJECT)
     sw__rule_box_hot(&k->hdr->rule, &r);
+  else if (k->kind == SW__KT_PACING)
+    sw__rule_box_queue(&k->hdr->rule, &r);
   else
     sw__rule_box_load(&k->hdr->rule, &r, true);
   sw__kt_key q;
@@ -418,6 +433,15 @@ static int sw__keyed_entry(sw_keyed *k, int64_t t, bool precise, const void *key
     known = sw__kt_fast(k, t, key, len, n, r.threshold, d, &q, &ref);
     if (known == SW__KT_FAST_DONE) return SW_OK;
     if (known == SW__KT_FAST_FOUND) sw__kt_place_second(k, &q); /* for a lookup again */
+  } else if (k->kind == SW__KT_PACING && len - 1 < 16) { /* a short key: no copy loop */
+    known = sw__kt_fast_find(k, key, len, &q, &ref);
+    if (known == SW__KT_FAST_FOUND) {
+      rc = sw__kt_decide_pacing(k, &r, t, precise, ref.idx, sw__kt_mgen(ref.meta), n, d);
+      if (rc != SW__KT_RETRY && rc != SW__KT_UNSETTLED) return rc;
+      memset(d, 0, sizeof *d);
+      sw__kt_place_second(k, &q);
+      known = -1;
+    }
   } else if ((rc = sw__kt_prepare(k, key, len, &q)) < 0) {
     return rc;
   }

@@ -379,9 +379,10 @@ static int sw__kt_mend_locked(sw_keyed *k, const sw__kt_key *q) {
   return -2;
 }
 
-/* Insert under the locks (sw__kt_insert). */
+/* Insert under the locks (sw__kt_insert): 1 inserted, 2 found (another
+ * inserted it meanwhile), 0 refused, -2 damage mended (look again). */
 static int sw__kt_insert_locked(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_ref *ref) {
-  if (sw__kt_find(k, q, ref)) return 1; /* inserted meanwhile */
+  if (sw__kt_find(k, q, ref)) return 2;
   /* Two choices, as the key was placed: an empty slot of the emptier
    * bucket; else an idle key's slot in the bucket with more idle keys; else
    * the key active least recently (an eviction, if the policy allows). */
@@ -451,5 +452,6 @@ int sw__kt_insert(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_ref *ref) 
   if (rc == -2) rc = sw__kt_insert_locked(k, t, q, ref); /* its buckets mended */
   if (rc == 1) atomic_fetch_add_explicit(&k->hdr->inserted, 1, memory_order_relaxed);
   sw__kt_unlock(k, lk);
-  return rc == -2 ? sw__kt_damaged(k, q->b[0] * SW__KT_WAYS, "tags disagree with the keys") : rc;
+  if (rc == -2) return sw__kt_damaged(k, q->b[0] * SW__KT_WAYS, "tags disagree with the keys");
+  return rc == 2 ? 1 : rc;
 }

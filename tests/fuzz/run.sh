@@ -12,7 +12,9 @@ build=${2:-_build/plain}
 top=$(cd "$(dirname "$0")/../.." && pwd)
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-clang -std=c11 -D_GNU_SOURCE -DSW_BUILDING -O1 -g -fsanitize=fuzzer,address,undefined \
+# the 16-byte CAS flag configure found (-mcx16 on x86-64)
+cas16=$(sed -n 's/^SW_CAS16_FLAGS = //p' "$build/Makefile")
+clang -std=c11 -D_GNU_SOURCE -DSW_BUILDING -O1 -g -fsanitize=fuzzer,address,undefined $cas16 \
   -fno-sanitize-recover=all -I"$top/libsw" -I"$build/libsw" \
   "$top/tests/fuzz/fuzz_metric.c" "$top"/libsw/*.c "$top"/libsw/keyed/*.c "$top"/libsw/breaker/*.c \
   -lm -lpthread -o "$out/fuzz_metric"

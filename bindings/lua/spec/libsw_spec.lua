@@ -54,15 +54,38 @@ describe("loading", function()
     assert.equal(dir .. "/libsw.so\t" .. libsw.version(), out:match("^[^\n]*"))
   end)
 
+  -- The usual directories are replaced by ones the test makes, so that a
+  -- libsw installed on the machine (make install, the Debian packages)
+  -- changes nothing.
   it("explains where it looked when the library is nowhere", function()
     local out = luajit("env -u SW_LIB", [[
       package.path = "./?.lua;" .. package.path
       package.cpath = "/nonexistent/?.so"
       local m = require "libsw"
+      m.library_dirs = { "/nonexistent/lib" }
       local lim, err = m.limiter{ qps = 1 }
       print(lim, err)]])
     assert.matches("libsw.so not found", out, 1, true)
     assert.matches("/nonexistent/libsw.so", out, 1, true)
+    assert.matches("/nonexistent/lib/libsw.so.0", out, 1, true)
+  end)
+
+  -- (make install's directory comes first)
+  it("finds libsw.so.0 in the usual directories, in their order", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute(("mkdir -p %q/a %q/b && ln -s %q %q/b/libsw.so.0"):format(
+      dir, dir, os.getenv("SW_LIB"), dir)) == 0)
+    finally(function() os.execute(("rm -rf %q"):format(dir)) end)
+    local out = luajit("env -u SW_LIB", ([[
+      package.path = "./?.lua;" .. package.path
+      package.cpath = "/nonexistent/?.so"
+      local m = require "libsw"
+      assert(m.library_dirs[1] == "/usr/local/lib")
+      m.library_dirs = { %q, %q }
+      assert(m.load())
+      print(m.path, m.version())]]):format(dir .. "/a", dir .. "/b"))
+    assert.equal(dir .. "/b/libsw.so.0\t" .. libsw.version(), out:match("^[^\n]*"))
   end)
 
   it("reads the monotonic clock in milliseconds", function()
