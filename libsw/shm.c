@@ -408,6 +408,10 @@ int sw__shm_open(sw__shm *out, const char *name, uint32_t flags, const sw_option
     goto fail;
   }
   uint64_t have = (uint64_t)st.st_size;
+  /* Made by our O_EXCL, but another creator took the lock first, found the
+   * file empty and made the segment: adopt it. Emptying it again would be a
+   * SIGBUS in the other's mapping and its counts lost. */
+  if (created && have > 0) created = false;
   sw__shm_hdr probe;
   memset(&probe, 0, sizeof probe);
   bool fresh = created;

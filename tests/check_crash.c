@@ -268,8 +268,18 @@ static int victim(const char *action, const char *seg_name) {
   sw_segment *seg;
   sw_limiter *l;
   if (strncmp(action, "cancel-", 7) == 0) return cancel_victim(action + 7, seg_name);
-  uint32_t flags = strcmp(action, "create") == 0 ? SW_SEGMENT_CREATE : 0;
+  uint32_t flags = strncmp(action, "create", 6) == 0 ? SW_SEGMENT_CREATE : 0;
   if (sw_segment_open(&seg, seg_name, 8, NULL, flags) != SW_OK) return 3;
+  if (strcmp(action, "create-late") == 0) { /* another made the segment first: adopted */
+    sw_limiter *a;
+    sw_decision d;
+    int got = sw_segment_created(seg) ? 6
+              : sw_registry_find(sw_segment_registry(seg), "a", &a) != 1 ? 7
+              : sw_limiter_entry_at(a, 150, 1, 0, &d) != SW_OK ? 8
+              : sw_metric_pass_at(sw_node_second_metric(sw_limiter_node(a)), 150) != 2 ? 9 : 0;
+    sw_segment_close(seg);
+    return got;
+  }
   if (strcmp(action, "rule") == 0) {
     sw_options *o;
     sw_options_create(&o);
@@ -392,6 +402,40 @@ START_TEST(test_killed_inside_segment_creation) {
     sw_segment_close(seg);
     sw_segment_unlink(name);
   }
+}
+END_TEST
+
+/* Two processes create a segment at once: the one whose O_EXCL made the
+ * file stops before it takes the file's lock; the other finds the file
+ * empty, creates the segment and counts in it. The first, resumed, adopts
+ * that segment: it does not empty the file under the other's mapping (a
+ * SIGBUS at its next touch) nor start the counts again. */
+static pid_t stop_at(const char *point, const char *action, const char *seg_name);
+
+START_TEST(test_segment_created_by_two_at_once) {
+  char name[64];
+  snprintf(name, sizeof name, "sw-crash-twice-%d", (int)getpid());
+  sw_segment_unlink(name);
+  pid_t first = stop_at("segment-created", "create-late", name);
+  sw_options *o;
+  ck_ok(sw_options_create(&o));
+  ck_ok(sw_options_set_double(o, SW_OPT_THRESHOLD, 8));
+  sw_segment *seg;
+  ck_ok(sw_segment_open(&seg, name, 8, o, SW_SEGMENT_CREATE));
+  ck_assert_int_eq(sw_segment_created(seg), 1);
+  sw_limiter *a;
+  sw_decision d;
+  ck_ok(sw_registry_get(sw_segment_registry(seg), "a", &a));
+  ck_ok(sw_limiter_entry_at(a, 100, 1, 0, &d));
+  kill(first, SIGCONT);
+  int status;
+  ck_assert_int_eq(waitpid(first, &status, 0), first);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the late creator: status %d",
+                status);
+  ck_assert_int_eq(sw_metric_pass_at(sw_node_second_metric(sw_limiter_node(a)), 150), 2);
+  sw_segment_close(seg);
+  sw_options_free(o);
+  sw_segment_unlink(name);
 }
 END_TEST
 
@@ -746,7 +790,8 @@ int main(int argc, char **argv) {
   Suite *s = suite_create("crash");
   SW_TCASE(s, "sigkill", test_killed_inside_reset, test_random_kills_keep_counts);
   SW_TCASE(s, "kill points", test_killed_inside_rule_write, test_killed_inside_registry_insert,
-           test_killed_inside_segment_creation, test_rule_lock_held_by_stopped_process,
+           test_killed_inside_segment_creation, test_segment_created_by_two_at_once,
+           test_rule_lock_held_by_stopped_process,
            test_insert_lock_held_by_stopped_process, test_strict_admission_across_a_boundary);
   SW_TCASE(s, "cancel", test_killed_inside_cancel, test_cancel_stopped_at_each_write,
            test_cancel_stopped_across_two_resets);

@@ -14,21 +14,31 @@ cd "$(dirname "$0")/.."
 sw_need $SW_C_PKGS clang libclang-rt-14-dev valgrind abigail-tools xz-utils redis-server
 jobs=$(nproc)
 step() { printf '\n=== %s\n' "$*"; }
+# make check in a build directory; on a failure, the failed tests' logs
+# (the summary alone does not say what failed).
+check() {
+  d=$1
+  shift
+  make -C "$d" -s -j"$jobs" "$@" check && return 0
+  grep -l '^:test-result: FAIL\|^:test-result: ERROR' $(find "$d" -name '*.trs') 2>/dev/null |
+    while read -r t; do printf '\n--- %s\n' "${t%.trs}.log"; tail -n 60 "${t%.trs}.log"; done
+  return 1
+}
 
 step "C unit tests (gcc)"
 sw_build _build/plain
-make -C _build/plain -s -j"$jobs" check
+check _build/plain
 
 step "C unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (clang)"
 sw_build _build/asan CC=clang \
   CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
   LDFLAGS="-fsanitize=address,undefined"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 CK_TIMEOUT_MULTIPLIER=3 \
-  make -C _build/asan -s -j"$jobs" check
+  check _build/asan
 
 step "C unit tests under ThreadSanitizer (clang)"
 sw_build _build/tsan CC=clang CFLAGS="-O1 -g -fsanitize=thread" LDFLAGS="-fsanitize=thread"
-CK_FORK=no SW_STRESS=2 TSAN_OPTIONS="halt_on_error=1" make -C _build/tsan -s -j"$jobs" check
+CK_FORK=no SW_STRESS=2 TSAN_OPTIONS="halt_on_error=1" check _build/tsan
 
 step "C unit tests under valgrind memcheck"
 tests/valgrind.sh _build/plain
