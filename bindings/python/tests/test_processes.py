@@ -159,3 +159,17 @@ def test_keyed_segment_shared_exactly(ctx_name, shm_name):
     s = lim.keyed_stats()
     assert (s.keys, s.inserted, s.pass_, s.success) == (100, 100, 100 * threshold, 100 * threshold)
     assert exact.keyed_stats().success == 100 * K * rounds
+
+
+def test_default_names_attach_a_segment_made_with_other_names(shm_name):
+    """A keyed limiter without names= makes a segment of 64 names (2.3 MiB
+    reserved, not 1024's 36.5 MiB) and attaches one made with another
+    number as it is; names= given must match."""
+    libsw.RateLimiter(5, segment=shm_name, names=8)
+    lim = libsw.RateLimiter(5, segment=shm_name)
+    assert lim.try_acquire(key="a")
+    with pytest.raises(ValueError):
+        libsw.RateLimiter(5, segment=shm_name, names=16)
+    libsw.unlink_segment(shm_name)
+    libsw.RateLimiter(5, segment=shm_name)
+    assert os.path.getsize("/dev/shm/" + shm_name) == 2394880

@@ -74,8 +74,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 _EXIT_ERROR: int = lib.SW_EXIT_ERROR
 # With segment= and a keyed table, the segment holds this many limiters by
-# name unless names= says otherwise (their keys are in a segment of their own).
-_DEFAULT_NAMES = 1024
+# name unless names= says otherwise (their keys are in a segment of their own):
+# 64 x 36.5 KiB, every page reserved; a segment made with another number is
+# attached as it is.
+_DEFAULT_NAMES = 64
 _PRIORITIZED: int = lib.SW_ENTRY_PRIORITIZED
 _CLOSED = CLOSED  # see _util.CLOSED
 
@@ -403,6 +405,7 @@ class RateLimiter(PerKey):
         else:
             root.prefix = self.name + ":"
             root.init_kwargs = init_kwargs
+            attach_any = names is None and kopts is not None
             if names is None:
                 names = capacity if kopts is None else _DEFAULT_NAMES
             flags = lib.SW_SEGMENT_CREATE | (lib.SW_SEGMENT_RESET if reset else 0)
@@ -414,19 +417,24 @@ class RateLimiter(PerKey):
                 root.segment_name = seg_name.decode("utf-8", "replace")
             else:
                 heap = None
-                self._open_segments(segment, seg_name, bname, names, flags, kopts)
+                self._open_segments(segment, seg_name, bname, names, flags, kopts, attach_any)
         self._make_site()
         root.members.append(self)
         if self._cluster is not None:
             self._cluster.add(self._h, resource)
 
     def _open_segments(self, segment: Any, seg_name: bytes, bname: bytes, names: int, flags: int,
-                       kopts: Any) -> None:
+                       kopts: Any, attach_any: bool = False) -> None:
         """Open the segment of the limiters by name and, for a keyed table,
-        the keys' segment; a failure removes what this call created."""
+        the keys' segment; a failure removes what this call created.
+        attach_any: names= was not given, so a segment of limiters made with
+        another number of names is attached as it is."""
         root = self._root
         ps = ffi.new("sw_segment **")
-        check(lib.sw_segment_open(ps, seg_name, names, root.opts, flags), "segment %r" % (segment,))
+        rc = lib.sw_segment_open(ps, seg_name, names, root.opts, flags)
+        if rc == lib.SW_EGEOMETRY and attach_any:
+            rc = lib.sw_segment_open(ps, seg_name, 0, root.opts, lib.SW_SEGMENT_ATTACH)
+        check(rc, "segment %r" % (segment,))
         root.segment = ffi.gc(ps[0], lib.sw_segment_close)
         keys: Optional[KeyedTable] = None
         try:
