@@ -359,15 +359,22 @@ END_TEST
 
 /* ------------------------------------------------------ earlier periods */
 
-/* A probe of an earlier half-open period never decides the current one:
- * two probes of one period, the first reopens it; the next period begins
- * before anyone takes the second's place, and the second then fails. */
-START_TEST(test_earlier_probe_decides_nothing) {
+/* A breaker of this process (two probes a period); opened: by an error
+ * at T0 - OPEN_MS, so that it is half-open from T0. */
+static sw_breaker *heap_breaker(bool opened) {
   sw_options *o = kill_rule(2);
   sw_breaker *b;
   ck_ok(sw_breaker_create(&b, o));
   sw_options_free(o);
-  ck_ok(sw_breaker_exit_at(b, T0 - OPEN_MS, NULL, 1, SW_EXIT_ERROR));
+  if (opened) ck_ok(sw_breaker_exit_at(b, T0 - OPEN_MS, NULL, 1, SW_EXIT_ERROR));
+  return b;
+}
+
+/* A probe of an earlier half-open period never decides the current one:
+ * two probes of one period, the first reopens it; the next period begins
+ * before anyone takes the second's place, and the second then fails. */
+START_TEST(test_earlier_probe_decides_nothing) {
+  sw_breaker *b = heap_breaker(true); /* half-open from T0 */
   sw_decision a, late, d;
   ck_ok(sw_breaker_entry_at(b, T0, &a));
   ck_ok(sw_breaker_entry_at(b, T0 + 1, &late));
@@ -391,11 +398,7 @@ END_TEST
  * period's starter's) still belongs to its own period only: the next period
  * begins after every time a prober announced. */
 START_TEST(test_late_lease_decides_nothing_later) {
-  sw_options *o = kill_rule(2);
-  sw_breaker *b;
-  ck_ok(sw_breaker_create(&b, o));
-  sw_options_free(o);
-  ck_ok(sw_breaker_exit_at(b, T0 - OPEN_MS, NULL, 1, SW_EXIT_ERROR));
+  sw_breaker *b = heap_breaker(true); /* half-open from T0 */
   sw_decision a, late, d;
   ck_ok(sw_breaker_entry_at(b, T0, &a));
   ck_ok(sw_breaker_entry_at(b, T0 + 150, &late)); /* a caller whose clock is ahead */
@@ -418,11 +421,7 @@ END_TEST
  * reopens no earlier than that, so the next period begins after it and its
  * words are not the earlier period's. */
 START_TEST(test_stale_exit_moves_no_time_back) {
-  sw_options *o = kill_rule(2);
-  sw_breaker *b;
-  ck_ok(sw_breaker_create(&b, o));
-  sw_options_free(o);
-  ck_ok(sw_breaker_exit_at(b, T0 - OPEN_MS, NULL, 1, SW_EXIT_ERROR));
+  sw_breaker *b = heap_breaker(true); /* half-open from T0 */
   sw_decision a, late, p1, p2, d;
   ck_ok(sw_breaker_entry_at(b, T0, &a));
   ck_ok(sw_breaker_entry_at(b, T0 + 150, &late)); /* the clock: T0 + 150 */
@@ -447,10 +446,7 @@ END_TEST
  * closed with its two places done, then a period whose first good probe
  * alone does not close it. */
 START_TEST(test_earlier_done_marks_count_nothing) {
-  sw_options *o = kill_rule(2);
-  sw_breaker *b;
-  ck_ok(sw_breaker_create(&b, o));
-  sw_options_free(o);
+  sw_breaker *b = heap_breaker(false);
   int64_t t = T0;
   for (int round = 0; round < 3; round++) {
     ck_ok(sw_breaker_exit_at(b, t, NULL, 1, SW_EXIT_ERROR));
@@ -477,11 +473,7 @@ END_TEST
  * bad or good, decides nothing. Each period ends at a time in the past (a
  * caller's stale clock), so only the breaker's own clock moves forward. */
 START_TEST(test_probe_paused_across_2_20_transitions) {
-  sw_options *o = kill_rule(2);
-  sw_breaker *b;
-  ck_ok(sw_breaker_create(&b, o));
-  sw_options_free(o);
-  ck_ok(sw_breaker_exit_at(b, T0 - OPEN_MS, NULL, 1, SW_EXIT_ERROR));
+  sw_breaker *b = heap_breaker(true); /* half-open from T0 */
   sw_decision a, paused, d;
   ck_ok(sw_breaker_entry_at(b, T0, &a));
   ck_ok(sw_breaker_entry_at(b, T0, &paused)); /* place 1, never taken again below */
