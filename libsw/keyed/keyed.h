@@ -110,13 +110,44 @@ typedef struct sw__kt_w {
  * within 2^30 windows of each other (17 years of 500 ms windows). */
 #define SW__KT_HALF (SW__KT_WID_MASK / 2)
 
+/* ThreadSanitizer runs a 16-byte atomic under a lock of its own process,
+ * which is no atomic at all against the other processes of a segment: in
+ * its builds the instruction itself, its ordering told to TSan. */
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SW__KT_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define SW__KT_TSAN 1
+#endif
+#if defined(SW__KT_TSAN) && defined(__x86_64__)
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+static inline unsigned __int128 sw__kt_cas16(sw__kt_w *w, unsigned __int128 old,
+                                             unsigned __int128 nw) {
+  uint64_t lo = (uint64_t)old, hi = (uint64_t)(old >> 64);
+  __tsan_release(w);
+  __asm__ __volatile__("lock cmpxchg16b %0"
+                       : "+m"(*(volatile unsigned __int128 *)(void *)w), "+a"(lo), "+d"(hi)
+                       : "b"((uint64_t)nw), "c"((uint64_t)(nw >> 64))
+                       : "memory", "cc");
+  __tsan_acquire(w);
+  return (unsigned __int128)hi << 64 | lo;
+}
+#else
+static inline unsigned __int128 sw__kt_cas16(sw__kt_w *w, unsigned __int128 old,
+                                             unsigned __int128 nw) {
+  return __sync_val_compare_and_swap((unsigned __int128 *)(void *)w, old, nw);
+}
+#endif
+
 /* The 16-byte CAS: true if *w held (*lo, *hi) and now holds (nlo, nhi);
  * otherwise (*lo, *hi) is what it held, read at once. A full barrier. */
 static inline bool sw__kt_cas(sw__kt_w *w, uint64_t *lo, uint64_t *hi, uint64_t nlo,
                               uint64_t nhi) {
   const unsigned __int128 old = (unsigned __int128)*hi << 64 | *lo;
-  const unsigned __int128 got = __sync_val_compare_and_swap(
-      (unsigned __int128 *)(void *)w, old, (unsigned __int128)nhi << 64 | nlo);
+  const unsigned __int128 got = sw__kt_cas16(w, old, (unsigned __int128)nhi << 64 | nlo);
   if (sw__likely(got == old)) return true;
   *lo = (uint64_t)got;
   *hi = (uint64_t)(got >> 64);
@@ -125,9 +156,13 @@ static inline bool sw__kt_cas(sw__kt_w *w, uint64_t *lo, uint64_t *hi, uint64_t 
 /* The same when the caller needs no fresh values on failure (one flag). */
 static inline bool sw__kt_cas_once(sw__kt_w *w, uint64_t lo, uint64_t hi, uint64_t nlo,
                                    uint64_t nhi) {
-  return __sync_bool_compare_and_swap((unsigned __int128 *)(void *)w,
-                                      (unsigned __int128)hi << 64 | lo,
-                                      (unsigned __int128)nhi << 64 | nlo);
+  const unsigned __int128 old = (unsigned __int128)hi << 64 | lo,
+                          nw = (unsigned __int128)nhi << 64 | nlo;
+#if defined(SW__KT_TSAN) && defined(__x86_64__)
+  return sw__kt_cas16(w, old, nw) == old;
+#else
+  return __sync_bool_compare_and_swap((unsigned __int128 *)(void *)w, old, nw);
+#endif
 }
 static inline uint64_t sw__kt_lo_of(sw__kt_w *w) {
   return atomic_load_explicit(&w->lo, memory_order_relaxed);
