@@ -455,7 +455,6 @@ typedef struct sw_segment sw_segment;
 #define SW_SEGMENT_CREATE ...
 #define SW_SEGMENT_RESET ...
 #define SW_SEGMENT_READONLY ...
-#define SW_SEGMENT_ATTACH ...
 int sw_segment_open(sw_segment **out, const char *name, uint32_t capacity,
                     const sw_options *opts, uint32_t flags);
 void sw_segment_close(sw_segment *seg);
@@ -464,6 +463,9 @@ sw_registry *sw_segment_registry(sw_segment *seg);
 const char *sw_segment_name(const sw_segment *seg);
 int64_t sw_segment_size(const sw_segment *seg);
 int sw_segment_created(const sw_segment *seg);
+#define SW_SEGMENT_KIND_REGISTRY ...
+typedef struct sw_segment_info { uint32_t kind; uint32_t ready; uint32_t capacity; ...; } sw_segment_info;
+int sw_segment_probe(const char *name, sw_segment_info *out);
 
 /* keyed table */
 typedef struct sw_keyed sw_keyed;

@@ -161,15 +161,17 @@ def test_keyed_segment_shared_exactly(ctx_name, shm_name):
     assert exact.keyed_stats().success == 100 * K * rounds
 
 
-def test_default_names_attach_a_segment_made_with_other_names(shm_name):
+def test_default_names_open_a_segment_made_with_other_names(shm_name):
     """A keyed limiter without names= makes a segment of 64 names (2.3 MiB
-    reserved, not 1024's 36.5 MiB) and attaches one made with another
-    number as it is; names= given must match."""
+    reserved, not 1024's 36.5 MiB) and opens one made with another number
+    with that number; names= given must match, and so must the windows."""
     libsw.RateLimiter(5, segment=shm_name, names=8)
     lim = libsw.RateLimiter(5, segment=shm_name)
     assert lim.try_acquire(key="a")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="names"):
         libsw.RateLimiter(5, segment=shm_name, names=16)
+    with pytest.raises(ValueError, match="geometry"):
+        libsw.RateLimiter(5, segment=shm_name, windows=4)
     libsw.unlink_segment(shm_name)
     libsw.RateLimiter(5, segment=shm_name)
     assert os.path.getsize("/dev/shm/" + shm_name) == 2394880

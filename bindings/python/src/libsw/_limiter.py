@@ -76,7 +76,7 @@ _EXIT_ERROR: int = lib.SW_EXIT_ERROR
 # With segment= and a keyed table, the segment holds this many limiters by
 # name unless names= says otherwise (their keys are in a segment of their own):
 # 64 x 36.5 KiB, every page reserved; a segment made with another number is
-# attached as it is.
+# opened with that number.
 _DEFAULT_NAMES = 64
 _PRIORITIZED: int = lib.SW_ENTRY_PRIORITIZED
 _CLOSED = CLOSED  # see _util.CLOSED
@@ -428,12 +428,16 @@ class RateLimiter(PerKey):
         """Open the segment of the limiters by name and, for a keyed table,
         the keys' segment; a failure removes what this call created.
         attach_any: names= was not given, so a segment of limiters made with
-        another number of names is attached as it is."""
+        another number of names is opened with that number (its other
+        geometry must still match)."""
         root = self._root
         ps = ffi.new("sw_segment **")
         rc = lib.sw_segment_open(ps, seg_name, names, root.opts, flags)
-        if rc == lib.SW_EGEOMETRY and attach_any:
-            rc = lib.sw_segment_open(ps, seg_name, 0, root.opts, lib.SW_SEGMENT_ATTACH)
+        if rc == lib.SW_EGEOMETRY and attach_any:  # made with another number of names?
+            info = ffi.new("sw_segment_info *")
+            if (lib.sw_segment_probe(seg_name, info) == lib.SW_OK and info.kind == lib.SW_SEGMENT_KIND_REGISTRY
+                    and info.ready and info.capacity not in (0, names)):
+                rc = lib.sw_segment_open(ps, seg_name, info.capacity, root.opts, flags)
         check(rc, "segment %r" % (segment,))
         root.segment = ffi.gc(ps[0], lib.sw_segment_close)
         keys: Optional[KeyedTable] = None
