@@ -37,7 +37,9 @@ SW_NGX_INCS="${incs# }" SW_NGX_LIBS="${libs:-}"
 export SW_NGX_INCS SW_NGX_LIBS
 cd "$out/nginx-src"
 # shellcheck disable=SC2086 # the flags are words
-./configure $flags --add-dynamic-module="$here" >"$out/configure.log" 2>&1 ||
+# SW_NGX_LD_OPT: link flags for the module (debian/rules: dpkg's, bindnow included)
+./configure $flags ${SW_NGX_LD_OPT:+"--with-ld-opt=$SW_NGX_LD_OPT"} --add-dynamic-module="$here" \
+  >"$out/configure.log" 2>&1 ||
   { tail -20 "$out/configure.log" >&2; exit 1; }
 make -f objs/Makefile modules >"$out/make.log" 2>&1 || { grep -v '^cc \|^\s*-' "$out/make.log" | tail -40 >&2; exit 1; }
 cp objs/ngx_http_libsw_module.so "$out/ngx_http_libsw_module.so"
