@@ -14,6 +14,7 @@ import subprocess
 import time
 
 import pytest
+import requests
 
 import libsw
 from _webserver import Server
@@ -168,10 +169,25 @@ def test_keys_of_any_type_and_failing_key_functions_never_500(server):
     assert statuses(server.get("/broken-key") for _ in range(3)) == [200] * 3      # raises: served (on_error)
 
 
+def _past_h11(server, path, headers):
+    """A request that uvicorn's h11 parser took whole: h11 refuses a header
+    that arrives in pieces over 16 KiB (a 400 and a closed connection,
+    often a reset) before the application sees it, so nothing was counted
+    and the request is sent again."""
+    for _ in range(20):
+        try:
+            r = server.get(path, headers)
+        except requests.ConnectionError:
+            continue
+        if r.status_code != 400:
+            return r
+    pytest.fail("uvicorn refused a 100 KB header 20 times")
+
+
 @pytest.mark.parametrize("server", ["starlette"], indirect=True)  # uvicorn takes a 100 KB header
 def test_a_100_kb_key_is_digested_not_a_500(server):
     big = "k" * 100_000
-    got = [server.get("/key", {"X-Api-Key": big}) for _ in range(5)]
+    got = [_past_h11(server, "/key", {"X-Api-Key": big}) for _ in range(5)]
     assert statuses(got) == [200] * 4 + [429]
 
 
