@@ -83,14 +83,6 @@ static int swpy_asend_clear(PyObject *self) {
   return 0;
 }
 
-static void swpy_asend_dealloc(PyObject *self) {
-  PyTypeObject *tp = Py_TYPE(self);
-  PyObject_GC_UnTrack(self);
-  swpy_asend_clear(self);
-  PyObject_GC_Del(self);
-  Py_DECREF(tp);
-}
-
 static PyMemberDef swpy_asend_members[] = {
     {"__vectorcalloffset__", T_PYSSIZET, offsetof(swpy_asend, vectorcall), READONLY, NULL},
     {NULL, 0, 0, 0, NULL},
@@ -101,7 +93,7 @@ static PyType_Slot swpy_asend_slots[] = {
     {Py_tp_members, (void *)swpy_asend_members},
     {Py_tp_traverse, (void *)swpy_asend_traverse},
     {Py_tp_clear, (void *)swpy_asend_clear},
-    {Py_tp_dealloc, (void *)swpy_asend_dealloc},
+    {Py_tp_dealloc, (void *)swpy_gc_dealloc},
     {Py_tp_doc, (void *)"An ASGI send adding libsw.web's rate-limit fields."},
     {0, NULL},
 };

@@ -15,6 +15,16 @@ static inline PyObject *swpy_ref(PyObject *o) {
   return o;
 }
 
+/* tp_dealloc of a GC heap type whose tp_clear drops every reference it
+ * holds: an instance holds its type. */
+static inline void swpy_gc_dealloc(PyObject *self) {
+  PyTypeObject *tp = Py_TYPE(self);
+  PyObject_GC_UnTrack(self);
+  tp->tp_clear(self);
+  PyObject_GC_Del(self);
+  Py_DECREF(tp);
+}
+
 static inline PyObject **swpy_slot(PyObject *o, Py_ssize_t off) {
   return (PyObject **)((char *)o + off);
 }

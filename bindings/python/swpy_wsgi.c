@@ -171,14 +171,6 @@ static int swpy_start_clear(PyObject *self) {
   return 0;
 }
 
-static void swpy_start_dealloc(PyObject *self) {
-  PyTypeObject *tp = Py_TYPE(self);
-  PyObject_GC_UnTrack(self);
-  swpy_start_clear(self);
-  PyObject_GC_Del(self);
-  Py_DECREF(tp);
-}
-
 static PyMemberDef swpy_start_members[] = {
     {"__vectorcalloffset__", T_PYSSIZET, offsetof(swpy_start, vectorcall), READONLY, NULL},
     {NULL, 0, 0, 0, NULL},
@@ -189,7 +181,7 @@ static PyType_Slot swpy_start_slots[] = {
     {Py_tp_members, (void *)swpy_start_members},
     {Py_tp_traverse, (void *)swpy_start_traverse},
     {Py_tp_clear, (void *)swpy_start_clear},
-    {Py_tp_dealloc, (void *)swpy_start_dealloc},
+    {Py_tp_dealloc, (void *)swpy_gc_dealloc},
     {Py_tp_doc, (void *)"start_response adding libsw.web's rate-limit fields."},
     {0, NULL},
 };
@@ -266,14 +258,6 @@ static int swpy_released_clear(PyObject *self) {
   return 0;
 }
 
-static void swpy_released_dealloc(PyObject *self) {
-  PyTypeObject *tp = Py_TYPE(self);
-  PyObject_GC_UnTrack(self);
-  swpy_released_clear(self);
-  PyObject_GC_Del(self);
-  Py_DECREF(tp);
-}
-
 static PyMethodDef swpy_released_methods[] = {
     {"close", swpy_released_close, METH_NOARGS,
      "close()\n--\n\nClose the application's response, then end the request's entry."},
@@ -285,7 +269,7 @@ static PyType_Slot swpy_released_slots[] = {
     {Py_tp_methods, (void *)swpy_released_methods},
     {Py_tp_traverse, (void *)swpy_released_traverse},
     {Py_tp_clear, (void *)swpy_released_clear},
-    {Py_tp_dealloc, (void *)swpy_released_dealloc},
+    {Py_tp_dealloc, (void *)swpy_gc_dealloc},
     {Py_tp_doc, (void *)"A WSGI response whose close() ends the request's entry (libsw.web)."},
     {0, NULL},
 };
