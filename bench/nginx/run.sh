@@ -164,7 +164,7 @@ ir_run() { # LOCATION N CLIENTS: instructions of one run
   out="$prefix/callgrind.out"
   rm -f "$out" /dev/shm/"${tag}"_*
   $noaslr valgrind --tool=callgrind --callgrind-out-file="$out" \
-    --toggle-collect=ngx_http_core_generic_phase --toggle-collect=ngx_http_free_request \
+    --toggle-collect=ngx_http_core_generic_phase --toggle-collect=ngx_http_free_request ${CG_OPTS:-} \
     nginx -p "$prefix" -c "$prefix/nginx.conf" >"$prefix/logs/stdout" 2>&1 &
   vg=$!
   wait_listening "$vg"

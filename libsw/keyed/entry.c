@@ -30,7 +30,7 @@ static inline uint64_t sw__kt_ahead(uint64_t lo, uint64_t tag) {
  * every table): a few CAS attempts, never across a generation, never over
  * a newer window (a late entry's statistics are dropped, as a leap array
  * drops an add behind its window). Counts stop at their 32 bits. */
-static void sw__kt_add(sw__kt_w *word, uint32_t gen, int64_t wid, int64_t pass, int64_t block) {
+static inline __attribute__((always_inline)) void sw__kt_add(sw__kt_w *word, uint32_t gen, int64_t wid, int64_t pass, int64_t block) {
   const uint64_t tag = (uint64_t)wid & SW__KT_WID_MASK;
   uint64_t lo = sw__kt_lo_of(word), hi = sw__kt_hi_of(word);
   for (int tries = 0; tries < 8 && sw__kt_hgen(hi) == gen; tries++) {
@@ -269,20 +269,31 @@ static inline int64_t sw__kt_ticks(int64_t t, bool precise) {
 
 /* Pacing per key (a leaky bucket, as nginx's limit_req): the last
  * admission in 1/16 us; one CAS. */
-static int sw__kt_decide_pacing(sw_keyed *k, const sw__rule *r, int64_t t, bool precise,
+/* The ticks between two admissions of n (rounded), or -1: none ever. */
+static inline int64_t sw__kt_pacing_cost(const sw__rule *r, int64_t n) {
+  const double ticks = (double)n / r->threshold * 1000.0 * SW__KT_TICKS_PER_MS;
+  if (!(r->threshold > 0) || !(ticks <= (double)(INT64_C(1) << 60))) return -1;
+  return (int64_t)(ticks + 0.5); /* round: ticks >= 0 */
+}
+
+/* The longest wait admitted, in ticks. */
+static inline int64_t sw__kt_max_queue(const sw__rule *r) {
+  return r->max_queue_ms > 0 && r->max_queue_ms < (INT64_C(1) << 40)
+             ? r->max_queue_ms * SW__KT_TICKS_PER_MS
+             : r->max_queue_ms > 0 ? INT64_C(1) << 54 : 0;
+}
+
+static inline __attribute__((always_inline)) int sw__kt_decide_pacing(sw_keyed *k, const sw__rule *r, int64_t t, bool precise,
                                 uint32_t idx, uint32_t gen, int64_t n, sw_decision *d) {
   sw__kt_w *aux = sw__kt_aux(k, idx);
   const int64_t wid = t / k->wl;
-  const double ticks = (double)n / r->threshold * 1000.0 * SW__KT_TICKS_PER_MS;
-  if (!(r->threshold > 0) || !(ticks <= (double)(INT64_C(1) << 60))) {
+  const int64_t cost = sw__kt_pacing_cost(r, n);
+  if (cost < 0) {
     d->retry_after_ms = -1;
     sw__kt_blocked(k, idx, gen, wid, n, d);
     return SW_OK;
   }
-  const int64_t cost = (int64_t)(ticks + 0.5); /* round: ticks >= 0 */
-  const int64_t max_queue = r->max_queue_ms > 0 && r->max_queue_ms < (INT64_C(1) << 40)
-                                ? r->max_queue_ms * SW__KT_TICKS_PER_MS
-                                : r->max_queue_ms > 0 ? INT64_C(1) << 54 : 0;
+  const int64_t max_queue = sw__kt_max_queue(r);
   const int64_t now = sw__kt_ticks(t, precise);
   uint64_t a = sw__kt_lo_of(aux), h = sw__kt_hi_of(aux);
   int64_t wait, next;
@@ -376,6 +387,40 @@ int sw__kt_decide(sw_keyed *k, const sw__rule *r, int64_t t, bool precise, const
   }
 }
 
+/* A new key's first admission, counted by its insert (sw__kt_first) when
+ * the rule admits n at once on an empty state: a reject rule whose limit
+ * is at least n, or a pacing rule (an empty queue). False otherwise: the
+ * key is inserted empty and decided as any other. */
+static bool sw__kt_first_of(const sw_keyed *k, const sw__rule *r, int64_t t, bool precise,
+                            int64_t n, sw__kt_first *f) {
+  f->n = n;
+  f->aux = 0;
+  if (k->kind == SW__KT_REJECT) {
+    f->wid = t / k->wl;
+    return !sw__kt_over(k, 0, n, r->threshold);
+  }
+  if (k->kind != SW__KT_PACING || sw__kt_pacing_cost(r, n) < 0) return false;
+  const int64_t now = sw__kt_ticks(t, precise);
+  f->aux = now ? (uint64_t)now : 1; /* 0 means "no admission yet" */
+  f->wid = sw__kt_pacing_wid(k, (int64_t)f->aux, 0);
+  return true;
+}
+
+/* The decision of a first admission its insert counted (slot ref). */
+static void sw__kt_first_decided(sw_keyed *k, const sw__rule *r, const sw__kt_ref *ref,
+                                 const sw__kt_first *f, sw_decision *d) {
+  atomic_fetch_add_explicit(&sw__kt_my_totals(k)->pass, f->n, memory_order_relaxed);
+  const uint64_t meta = sw__kt_meta(SW__KT_READY, sw__kt_mgen(ref->meta), 0);
+  if (k->kind == SW__KT_REJECT) {
+    d->remaining = sw__kt_left(r->threshold, (int64_t)((double)f->n / k->isec));
+    sw__kt_receipt(d, ref->idx, meta, (uint64_t)f->wid, f->n);
+    return;
+  }
+  const int64_t cost = sw__kt_pacing_cost(r, f->n);
+  d->remaining = cost > 0 ? sw__kt_max_queue(r) / cost : INT32_MAX;
+  sw__kt_receipt(d, ref->idx, meta, f->aux, f->n);
+}
+
 /* The table is full of active keys and its policy refuses new ones: the
  * entry passes uncounted (SW_FULL_OPEN) or is blocked (SW_FULL_CLOSED). */
 static void sw__kt_refused(sw_keyed *k, int64_t t, int64_t n, sw_decision *d) {
@@ -448,10 +493,18 @@ static int sw__keyed_entry(sw_keyed *k, int64_t t, bool precise, const void *key
   for (int tries = 1;; tries++) {
     rc = known >= 0 ? known : sw__kt_find(k, &q, &ref);
     known = -1;
-    if (!rc && (rc = sw__kt_insert(k, t, &q, &ref)) <= 0) {
-      if (rc < 0) return rc;
-      sw__kt_refused(k, t, n, d);
-      return SW_OK;
+    if (!rc) {
+      sw__kt_first first;
+      const bool counted = sw__kt_first_of(k, &r, t, precise, n, &first);
+      if ((rc = sw__kt_insert(k, t, &q, &ref, counted ? &first : NULL)) <= 0) {
+        if (rc < 0) return rc;
+        sw__kt_refused(k, t, n, d);
+        return SW_OK;
+      }
+      if (rc == 2) {
+        sw__kt_first_decided(k, &r, &ref, &first, d);
+        return SW_OK;
+      }
     }
     rc = sw__kt_decide(k, &r, t, precise, &ref, n, d);
     if (rc != SW__KT_RETRY && rc != SW__KT_UNSETTLED) return rc;

@@ -38,9 +38,13 @@
  * Entries take no lock: find the key's slot (meta, then key words), then
  * CAS its state words, each CAS requiring the word's generation to be the
  * one the meta had when the key was found (the found meta's generation is
- * the expected high half). Inserts, reclaims and evictions hold the locks
- * of the key's two buckets (so one key is never inserted twice). Giving a
- * slot to another key first moves every state word to gen + 1 by CAS — an
+ * the expected high half). Every insert of a key holds the lock of its
+ * first bucket (so one key is never inserted twice), and every write into
+ * a bucket's slots (an insert, a reclaim, an eviction) that bucket's lock:
+ * an insert into a roomy first bucket takes its lock only, the others
+ * both. A new key's first admission is counted in its words before it is
+ * READY. Giving a slot to another key first moves every state word to
+ * gen + 1 by CAS — an
  * entry that counted in between makes that CAS fail, and an idle key found
  * active again is kept — and only then changes the meta: no count ever
  * lands in another key's state. Generations have 32 bits: an entry stopped
@@ -56,6 +60,7 @@
  *   keyed-busy      meta BUSY(gen + 1) (or BUSY(gen) for an empty slot)
  *   keyed-fill      the first key word written
  *   keyed-sealed    a reject key's older windows sealed
+ *   keyed-first     a new key's first admission counted in its words
  *   keyed-tag       its tag written
  *   keyed-ready     meta READY: the key is in, its lock's key count not yet
  *   keyed-repair    a bucket of a dead locker's stripe mended, the others not yet
@@ -371,11 +376,19 @@ uint64_t sw__kt_fingerprint(void);
 int sw__kt_prepare(const sw_keyed *k, const void *key, size_t len, sw__kt_key *q);
 /* Find q's slot without a lock: 1 and *ref, or 0. */
 int sw__kt_find(const sw_keyed *k, const sw__kt_key *q, sw__kt_ref *ref);
+/* A new key's first admission, written with its key before it is READY
+ * (entry.c prepares it when the rule admits n on an empty state): n counted
+ * in window wid, and a pacing key's last admission aux (0: none). */
+typedef struct sw__kt_first {
+  int64_t wid, n;
+  uint64_t aux;
+} sw__kt_first;
 /* Insert q, which a lookup without the lock did not find (reclaiming or
  * evicting as the table's policy says), or find it if it came meanwhile.
- * 1 found or inserted, 0 refused by the full-table policy, or a negative
- * code (a lock timed out). */
-int sw__kt_insert(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_ref *ref);
+ * 1 found or inserted, 2 inserted with *first counted (first not NULL), 0
+ * refused by the full-table policy, or a negative code (a lock timed out). */
+int sw__kt_insert(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_ref *ref,
+                  const sw__kt_first *first);
 /* Take and release the locks of q's buckets: a place being given to
  * another key is then settled (its giver finished, or repaired if it died).
  * heal (a slot whose words never settled): the words of q's slot that are

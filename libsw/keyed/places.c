@@ -322,8 +322,10 @@ int sw__kt_damaged(const sw_keyed *k, uint32_t idx, const char *what) {
 /* Write q into slot idx, its state words already at gen and empty (under
  * the lock): BUSY, the key, its tag, then READY. A reject table's key
  * starts with the older windows of t's interval sealed, as its first
- * admission would seal them (no entry can see the words before READY). */
-static void sw__kt_fill(sw_keyed *k, uint32_t idx, uint32_t gen, const sw__kt_key *q, int64_t t) {
+ * admission would seal them, and with *adm (a first admission) counted: no entry
+ * can see the words before READY. */
+static void sw__kt_fill(sw_keyed *k, uint32_t idx, uint32_t gen, const sw__kt_key *q, int64_t t,
+                        const sw__kt_first *adm) {
   _Atomic uint64_t *meta = sw__kt_meta_of(k, idx);
   atomic_store_explicit(meta, sw__kt_meta(SW__KT_BUSY, gen, 0), memory_order_relaxed);
   atomic_thread_fence(memory_order_release);
@@ -342,6 +344,12 @@ static void sw__kt_fill(sw_keyed *k, uint32_t idx, uint32_t gen, const sw__kt_ke
                             sw__kt_lo(wid - (int64_t)back, 0) | SW__KT_SEAL, memory_order_relaxed);
     SW__KILL_POINT("keyed-sealed");
   }
+  if (adm) {
+    atomic_store_explicit(&sw__kt_win(k, idx)[(uint64_t)adm->wid % k->windows].lo,
+                          sw__kt_lo(adm->wid, adm->n), memory_order_relaxed);
+    if (adm->aux) atomic_store_explicit(&sw__kt_aux(k, idx)->lo, adm->aux, memory_order_relaxed);
+    SW__KILL_POINT("keyed-first");
+  }
   sw__kt_set_tag(k, idx, q->tags);
   SW__KILL_POINT("keyed-tag");
   atomic_store_explicit(meta, sw__kt_meta(SW__KT_READY, gen, q->low), memory_order_release);
@@ -351,7 +359,7 @@ static void sw__kt_fill(sw_keyed *k, uint32_t idx, uint32_t gen, const sw__kt_ke
 /* How many slots of bucket b are EMPTY, and the first (*first): those with
  * a zero tag byte (the tags of a bucket whose lock is held say exactly
  * which slots are EMPTY). */
-static int64_t sw__kt_empties(const sw_keyed *k, uint32_t b, int64_t *first) {
+static inline int64_t sw__kt_empties(const sw_keyed *k, uint32_t b, int64_t *first) {
   const uint64_t low7 = UINT64_C(0x7f7f7f7f7f7f7f7f), ones = UINT64_C(0x0101010101010101);
   int64_t count = 0;
   *first = -1;
@@ -381,7 +389,8 @@ static int sw__kt_mend_locked(sw_keyed *k, const sw__kt_key *q) {
 
 /* Insert under the locks (sw__kt_insert): 1 inserted, 2 found (another
  * inserted it meanwhile), 0 refused, -2 damage mended (look again). */
-static int sw__kt_insert_locked(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_ref *ref) {
+static int sw__kt_insert_locked(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_ref *ref,
+                                const sw__kt_first *adm) {
   if (sw__kt_find(k, q, ref)) return 2;
   /* Two choices, as the key was placed: an empty slot of the emptier
    * bucket; else an idle key's slot in the bucket with more idle keys; else
@@ -395,7 +404,7 @@ static int sw__kt_insert_locked(sw_keyed *k, int64_t t, const sw__kt_key *q, sw_
     uint64_t m = atomic_load_explicit(sw__kt_meta_of(k, idx), memory_order_relaxed);
     if (sw__unlikely(sw__kt_state(m) != SW__KT_EMPTY)) /* a damaged tag */
       return sw__kt_mend_locked(k, q);
-    sw__kt_fill(k, idx, sw__kt_mgen(m), q, t);
+    sw__kt_fill(k, idx, sw__kt_mgen(m), q, t, adm);
     atomic_fetch_add_explicit(&sw__kt_lock_of(k, idx)->keys, 1, memory_order_relaxed);
     *ref = (sw__kt_ref){idx, atomic_load(sw__kt_meta_of(k, idx))};
     return 1;
@@ -434,7 +443,7 @@ static int sw__kt_insert_locked(sw_keyed *k, int64_t t, const sw__kt_key *q, sw_
     if (!sw__kt_move_words(k, idx, gen, t, pass == 0 ? SW__KT_MOVE_IDLE : SW__KT_MOVE_EVICT))
       continue; /* came back to life, or a request went in flight */
     SW__KILL_POINT("keyed-moved");
-    sw__kt_fill(k, idx, gen + 1, q, t);
+    sw__kt_fill(k, idx, gen + 1, q, t, adm);
     atomic_fetch_add_explicit(pass == 0 ? &k->hdr->reclaimed : &k->hdr->evicted, 1,
                               memory_order_relaxed);
     *ref = (sw__kt_ref){idx, atomic_load(sw__kt_meta_of(k, idx))};
@@ -443,15 +452,57 @@ static int sw__kt_insert_locked(sw_keyed *k, int64_t t, const sw__kt_key *q, sw_
   return 0;
 }
 
-int sw__kt_insert(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_ref *ref) {
-  if (k->readonly) return sw__fail(SW_EPERM, "attached read-only: no new keys");
-  uint32_t lk[2];
-  int rc = sw__kt_lock(k, q, lk);
+/* The common insert, under the lock of q's first bucket only: into that
+ * bucket, which is at most half full, or has at least the second's room
+ * (the choice of sw__kt_insert_locked: the two choices keep the buckets
+ * even as they fill up). Every insert of a key holds its first bucket's
+ * lock (so no other process inserts the same key meanwhile), and every
+ * write into a bucket's slots holds that bucket's lock. As sw__kt_insert;
+ * -3: not done (the bucket had no room after all, or a damaged tag). */
+static int sw__kt_insert_roomy(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_ref *ref,
+                               const sw__kt_first *adm, int64_t idx) {
+  const uint32_t lock = q->b[0] % k->nlocks;
+  sw__kt_repair_arg arg = {k, lock};
+  int rc = sw__robust_lock(&k->locks[lock].m, sw__kt_repair, &arg, "keyed table bucket",
+                           SW__WRITE_LOCK_MS);
   if (rc < 0) return rc;
-  rc = sw__kt_insert_locked(k, t, q, ref);
-  if (rc == -2) rc = sw__kt_insert_locked(k, t, q, ref); /* its buckets mended */
+  if (sw__kt_find(k, q, ref)) {
+    rc = 1;
+  } else if ((atomic_load_explicit(&k->tags[idx / 8], memory_order_relaxed) >> (idx % 8 * 8) & 0xff) &&
+             sw__kt_empties(k, q->b[0], &idx) == 0) { /* idx, empty when seen, taken since */
+    rc = -3;
+  } else {
+    uint64_t m = atomic_load_explicit(sw__kt_meta_of(k, (uint32_t)idx), memory_order_relaxed);
+    if (sw__unlikely(sw__kt_state(m) != SW__KT_EMPTY)) { /* a damaged tag: mended under both */
+      rc = -3;
+    } else {
+      sw__kt_fill(k, (uint32_t)idx, sw__kt_mgen(m), q, t, adm);
+      atomic_fetch_add_explicit(&k->locks[lock].keys, 1, memory_order_relaxed);
+      atomic_fetch_add_explicit(&k->hdr->inserted, 1, memory_order_relaxed);
+      *ref = (sw__kt_ref){(uint32_t)idx, atomic_load(sw__kt_meta_of(k, (uint32_t)idx))};
+      rc = adm ? 2 : 1;
+    }
+  }
+  pthread_mutex_unlock(&k->locks[lock].m);
+  return rc;
+}
+
+int sw__kt_insert(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_ref *ref,
+                  const sw__kt_first *adm) {
+  if (k->readonly) return sw__fail(SW_EPERM, "attached read-only: no new keys");
+  int64_t idx, other, room = sw__kt_empties(k, q->b[0], &idx); /* without the locks: a hint */
+  int rc;
+  if (room > 0 &&
+      (room >= SW__KT_WAYS / 2 || q->b[1] == q->b[0] || room >= sw__kt_empties(k, q->b[1], &other)) &&
+      (rc = sw__kt_insert_roomy(k, t, q, ref, adm, idx)) != -3)
+    return rc;
+  uint32_t lk[2];
+  rc = sw__kt_lock(k, q, lk);
+  if (rc < 0) return rc;
+  rc = sw__kt_insert_locked(k, t, q, ref, adm);
+  if (rc == -2) rc = sw__kt_insert_locked(k, t, q, ref, adm); /* its buckets mended */
   if (rc == 1) atomic_fetch_add_explicit(&k->hdr->inserted, 1, memory_order_relaxed);
   sw__kt_unlock(k, lk);
   if (rc == -2) return sw__kt_damaged(k, q->b[0] * SW__KT_WAYS, "tags disagree with the keys");
-  return rc == 2 ? 1 : rc;
+  return rc == 2 ? 1 : rc == 1 && adm ? 2 : rc;
 }
