@@ -44,6 +44,7 @@ typedef struct {
   ngx_uint_t keyed;  /* a keyed table (a key was given), else one limiter */
   ngx_http_complex_value_t key;
   ngx_int_t key_index; /* the key is one variable: its index; else -1 */
+  ngx_uint_t key_addr; /* the key is $binary_remote_addr: read from the connection */
   double rate;         /* requests per second */
   ngx_uint_t pacing;   /* mode=pacing (limit_req's leaky bucket) or window */
   ngx_int_t burst;     /* pacing: requests queued beyond the rate; -1 unset */
@@ -339,6 +340,38 @@ static int64_t ngx_http_libsw_window_left(ngx_http_libsw_zone_t *z, int64_t now,
   return pass >= z->limit_count ? 0 : z->limit_count - pass;
 }
 
+/* A key of one variable: $binary_remote_addr's bytes read from the
+ * connection as nginx's variable reads them (after realip), any other
+ * variable by its index. NGX_DECLINED: no key (not limited). */
+static ngx_inline ngx_int_t ngx_http_libsw_var_key(ngx_http_request_t *r,
+                                                   const ngx_http_libsw_zone_t *z, ngx_str_t *key) {
+  if (z->key_addr) {
+    ngx_connection_t *c = r->connection;
+    switch (c->sockaddr->sa_family) {
+#if (NGX_HAVE_INET6)
+    case AF_INET6:
+      key->data = ((struct sockaddr_in6 *)c->sockaddr)->sin6_addr.s6_addr;
+      key->len = sizeof(struct in6_addr);
+      return NGX_OK;
+#endif
+#if (NGX_HAVE_UNIX_DOMAIN)
+    case AF_UNIX:
+      *key = c->addr_text;
+      return NGX_OK;
+#endif
+    default:
+      key->data = (u_char *)&((struct sockaddr_in *)c->sockaddr)->sin_addr;
+      key->len = sizeof(in_addr_t);
+      return NGX_OK;
+    }
+  }
+  ngx_http_variable_value_t *v = ngx_http_get_indexed_variable(r, z->key_index);
+  if (v == NULL || v->not_found) return NGX_DECLINED;
+  key->data = v->data;
+  key->len = v->len;
+  return NGX_OK;
+}
+
 /* Every limit of the location in turn, then its breaker. first: the first
  * limit's entry already made by the fast path (its code and decision), or
  * NULL. */
@@ -364,10 +397,7 @@ static ngx_int_t ngx_http_libsw_run(ngx_http_request_t *r, ngx_http_libsw_loc_co
         *d = *first;
       } else if (z->keyed) {
         if (z->key_index >= 0) {
-          ngx_http_variable_value_t *v = ngx_http_get_indexed_variable(r, z->key_index);
-          if (v == NULL || v->not_found) continue; /* no key: not limited, as limit_req */
-          key.data = v->data;
-          key.len = v->len;
+          if (ngx_http_libsw_var_key(r, z, &key) != NGX_OK) continue; /* not limited, as limit_req */
         } else if (ngx_http_complex_value(r, &z->key, &key) != NGX_OK) {
           return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
@@ -525,10 +555,10 @@ static ngx_int_t ngx_http_libsw_handler(ngx_http_request_t *r) {
   const int64_t now = (int64_t)ngx_current_msec;
   if (lcf->fast) {
     ngx_http_libsw_zone_t *z = ((ngx_http_libsw_limit_t *)lcf->limits->elts)->zone;
-    ngx_http_variable_value_t *v = ngx_http_get_indexed_variable(r, z->key_index);
-    if (v != NULL && !v->not_found && v->len > 0 && v->len <= 65535) {
+    ngx_str_t key;
+    if (ngx_http_libsw_var_key(r, z, &key) == NGX_OK && key.len > 0 && key.len <= 65535) {
       sw_decision d;
-      int rc = sw_keyed_entry_at(z->k, now, v->data, v->len, 1, 0, &d);
+      int rc = sw_keyed_entry_at(z->k, now, key.data, key.len, 1, 0, &d);
       if (rc == SW_OK && d.verdict == SW_VERDICT_PASS && !d.would_block && !d.full) {
         ngx_http_libsw_set_outcome(r, NGX_HTTP_LIBSW_PASSED);
         return NGX_DECLINED;
@@ -691,6 +721,8 @@ static char *ngx_http_libsw_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         v.len--;
         z->key_index = ngx_http_get_variable_index(cf, &v);
         if (z->key_index == NGX_ERROR) return NGX_CONF_ERROR;
+        /* (a builtin no "set" can change: its bytes are the connection's address) */
+        z->key_addr = v.len == 18 && ngx_strncmp(v.data, "binary_remote_addr", 18) == 0;
       }
     }
     i = 2;

@@ -306,3 +306,32 @@ def test_limits_at_http_server_and_location_levels(nginx):
     # two limits: s refuses the third (its burst), l's counts are given
     # back when cancel is there; either way the request is refused
     assert run("/api", "z") == [200, 200, 429, 429]
+
+
+def test_binary_remote_addr_keys_ipv4_and_ipv6(nginx):
+    """$binary_remote_addr (read from the connection, after realip): each
+    IPv4 and IPv6 client its own exact count, its key the address's 4 or
+    16 bytes, as other processes sharing the segment spell it."""
+    n = nginx()
+    n.conf("""
+  libsw_zone $binary_remote_addr zone=addr %s capacity=1000 segment=SEG_addr;
+  server {
+    listen 127.0.0.1:PORT;
+    root DIR/html;
+    set_real_ip_from 127.0.0.1;
+    real_ip_header X-Real-IP;
+    location /a { libsw_limit zone=addr nodelay; }
+  }""" % FIVE)
+    n.start()
+    clients = ["10.0.%d.%d" % (i // 200, i % 200 + 1) for i in range(60)] + \
+        ["2001:db8::%x" % (i + 1) for i in range(60)]
+    for ip in clients:
+        statuses = [n.get("/a", {"X-Real-IP": ip})[0] for _ in range(7)]
+        assert statuses == [200] * 5 + [429] * 2, (ip, statuses)
+    assert n.get("/a")[0] == 200  # 127.0.0.1 itself: a client of its own
+    rc, out = swctl("list", "--json", "--top", "200", n.seg("addr"))
+    assert rc == 0, out
+    keys = {e["key"]: (e["kind"], e["pass"], e["block"]) for e in json.loads(out)[0]["top_pass"]}
+    want = {ip: ("ipv6" if ":" in ip else "ipv4", 5, 2) for ip in clients}
+    want["127.0.0.1"] = ("ipv4", 1, 0)
+    assert keys == want
