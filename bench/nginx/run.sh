@@ -26,7 +26,8 @@
 #    none evicted) and the smallest limit_req zone (whole MiB, from 10m up)
 #    that still remembers the first of 100,000 clients.
 #    MEMORY=0 skips it. KEEP_CALLGRIND=DIR keeps every callgrind profile
-#    there; CALLGRIND=0 skips part 1.
+#    there (CG_OPTS: more callgrind options, e.g. --dump-instr=yes);
+#    CALLGRIND=0 skips part 1.
 # Then the goal= lines, limit_req beside.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
