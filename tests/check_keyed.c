@@ -651,6 +651,82 @@ START_TEST(test_churn_under_threads) {
 }
 END_TEST
 
+/* 4 threads enter the same new keys at once in a table whose buckets are
+ * some at most half full (an insert under the first bucket's lock only),
+ * some fuller (under both buckets' locks): each key is inserted once and
+ * admits exactly its threshold, reject and pacing alike (the first
+ * admission is counted by the insert). Under ThreadSanitizer in CI. */
+#define RACE_THREADS 4
+#define RACE_KEYS 40
+#define RACE_T 3
+
+typedef struct race {
+  pthread_t tid;
+  sw_keyed *k;
+  pthread_barrier_t *go;
+  _Atomic int64_t *admitted; /* per key */
+} race;
+
+static void *race_worker(void *arg) {
+  race *c = arg;
+  for (int j = 0; j < 2 * RACE_KEYS; j++) { /* each key twice, all threads on it at once */
+    int key = j % RACE_KEYS;
+    pthread_barrier_wait(c->go);
+    char name[16];
+    snprintf(name, sizeof name, "new%d", key);
+    sw_decision d;
+    if (sw_keyed_entry_at(c->k, 50000, name, strlen(name), 1, 0, &d) == SW_OK &&
+        d.verdict != BLOCK && !d.full)
+      atomic_fetch_add(&c->admitted[key], 1);
+  }
+  return NULL;
+}
+
+START_TEST(test_new_keys_raced_by_threads) {
+  const char *s = getenv("SW_STRESS");
+  const int rounds = 20 * (s && atoi(s) > 0 ? atoi(s) : 1);
+  for (int round = 0; round < rounds; round++) {
+    const int behavior = round % 2 ? SW_BEHAVIOR_PACING : SW_BEHAVIOR_REJECT;
+    /* pacing: 3 a minute, 2 queued (the first at once), the rest refused */
+    sw_options *o = keyed_opts(behavior, behavior == SW_BEHAVIOR_PACING ? 1.0 / 60 : RACE_T);
+    if (behavior == SW_BEHAVIOR_PACING) {
+      ck_ok(sw_options_set(o, SW_OPT_SECOND_INTERVAL_MS, 60000));
+      ck_ok(sw_options_set(o, SW_OPT_MAX_QUEUE_MS, 2 * 60000));
+    }
+    ck_ok(sw_options_set(o, SW_OPT_KEYED_ON_FULL, SW_FULL_CLOSED));
+    sw_keyed *k = keyed_new(200, o); /* 16 buckets of 16 */
+    for (int i = 0; i < 120; i++) { /* 7.5 a bucket on average: some over half full */
+      char name[16];
+      snprintf(name, sizeof name, "old%d", i);
+      enter(k, 50000, name);
+    }
+    _Atomic int64_t admitted[RACE_KEYS] = {0};
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, RACE_THREADS);
+    race w[RACE_THREADS];
+    for (int i = 0; i < RACE_THREADS; i++) {
+      w[i] = (race){.k = k, .go = &go, .admitted = admitted};
+      ck_assert_int_eq(pthread_create(&w[i].tid, NULL, race_worker, &w[i]), 0);
+    }
+    for (int i = 0; i < RACE_THREADS; i++) pthread_join(w[i].tid, NULL);
+    pthread_barrier_destroy(&go);
+    sw_keyed_info in = info(k);
+    ck_assert_int_eq(in.refused, 0);
+    ck_assert_int_eq(in.inserted, 120 + RACE_KEYS);
+    ck_assert_int_eq(in.keys, 120 + RACE_KEYS);
+    for (int key = 0; key < RACE_KEYS; key++) {
+      char name[16];
+      snprintf(name, sizeof name, "new%d", key);
+      ck_assert_msg(atomic_load(&admitted[key]) == RACE_T, "round %d key %s: %lld admitted",
+                    round, name, (long long)atomic_load(&admitted[key]));
+      ck_assert_int_eq(key_pass(k, 50000, name), RACE_T);
+    }
+    sw_keyed_free(k);
+    sw_options_free(o);
+  }
+}
+END_TEST
+
 /* A thread evicts and re-enters keys of a full 16-place table while
  * another asks for the top keys: every key top returns is a key with
  * passes (one whose place changed hands between the scan and the read is
@@ -767,7 +843,8 @@ int main(void) {
            test_stale_insert_evicts_the_oldest, test_keys,
            test_scan_and_top, test_sizes);
   SW_TCASE(s, "rules", test_rules, test_bad_input);
-  SW_TCASE(s, "scale", test_churn_under_threads, test_top_while_places_change_hands,
+  SW_TCASE(s, "scale", test_churn_under_threads, test_new_keys_raced_by_threads,
+           test_top_while_places_change_hands,
            test_million_ipv4_keys);
   return sw_test_run(s);
 }
