@@ -397,7 +397,8 @@ static ngx_int_t ngx_http_libsw_run(ngx_http_request_t *r, ngx_http_libsw_loc_co
         *d = *first;
       } else if (z->keyed) {
         if (z->key_index >= 0) {
-          if (ngx_http_libsw_var_key(r, z, &key) != NGX_OK) continue; /* not limited, as limit_req */
+          /* no key: not limited, as limit_req */
+          if (ngx_http_libsw_var_key(r, z, &key) != NGX_OK) continue;
         } else if (ngx_http_complex_value(r, &z->key, &key) != NGX_OK) {
           return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }

@@ -30,7 +30,9 @@ static inline uint64_t sw__kt_ahead(uint64_t lo, uint64_t tag) {
  * every table): a few CAS attempts, never across a generation, never over
  * a newer window (a late entry's statistics are dropped, as a leap array
  * drops an add behind its window). Counts stop at their 32 bits. */
-static inline __attribute__((always_inline)) void sw__kt_add(sw__kt_w *word, uint32_t gen, int64_t wid, int64_t pass, int64_t block) {
+static inline __attribute__((always_inline)) void sw__kt_add(sw__kt_w *word, uint32_t gen,
+                                                             int64_t wid, int64_t pass,
+                                                             int64_t block) {
   const uint64_t tag = (uint64_t)wid & SW__KT_WID_MASK;
   uint64_t lo = sw__kt_lo_of(word), hi = sw__kt_hi_of(word);
   for (int tries = 0; tries < 8 && sw__kt_hgen(hi) == gen; tries++) {
@@ -283,8 +285,12 @@ static inline int64_t sw__kt_max_queue(const sw__rule *r) {
              : r->max_queue_ms > 0 ? INT64_C(1) << 54 : 0;
 }
 
-static inline __attribute__((always_inline)) int sw__kt_decide_pacing(sw_keyed *k, const sw__rule *r, int64_t t, bool precise,
-                                uint32_t idx, uint32_t gen, int64_t n, sw_decision *d) {
+/* (inlined: the pacing entry's hot path) */
+static inline __attribute__((always_inline)) int sw__kt_decide_pacing(sw_keyed *k,
+                                                                      const sw__rule *r, int64_t t,
+                                                                      bool precise, uint32_t idx,
+                                                                      uint32_t gen, int64_t n,
+                                                                      sw_decision *d) {
   sw__kt_w *aux = sw__kt_aux(k, idx);
   const int64_t wid = t / k->wl;
   const int64_t cost = sw__kt_pacing_cost(r, n);

@@ -322,8 +322,8 @@ int sw__kt_damaged(const sw_keyed *k, uint32_t idx, const char *what) {
 /* Write q into slot idx, its state words already at gen and empty (under
  * the lock): BUSY, the key, its tag, then READY. A reject table's key
  * starts with the older windows of t's interval sealed, as its first
- * admission would seal them, and with *adm (a first admission) counted: no entry
- * can see the words before READY. */
+ * admission would seal them, and with *adm (a first admission) counted:
+ * no entry can see the words before READY. */
 static void sw__kt_fill(sw_keyed *k, uint32_t idx, uint32_t gen, const sw__kt_key *q, int64_t t,
                         const sw__kt_first *adm) {
   _Atomic uint64_t *meta = sw__kt_meta_of(k, idx);
@@ -468,7 +468,8 @@ static int sw__kt_insert_roomy(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__
   if (rc < 0) return rc;
   if (sw__kt_find(k, q, ref)) {
     rc = 1;
-  } else if ((atomic_load_explicit(&k->tags[idx / 8], memory_order_relaxed) >> (idx % 8 * 8) & 0xff) &&
+  } else if ((atomic_load_explicit(&k->tags[idx / 8], memory_order_relaxed) >> (idx % 8 * 8) &
+              0xff) &&
              sw__kt_empties(k, q->b[0], &idx) == 0) { /* idx, empty when seen, taken since */
     rc = -3;
   } else {
@@ -493,7 +494,8 @@ int sw__kt_insert(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__kt_ref *ref,
   int64_t idx, other, room = sw__kt_empties(k, q->b[0], &idx); /* without the locks: a hint */
   int rc;
   if (room > 0 &&
-      (room >= SW__KT_WAYS / 2 || q->b[1] == q->b[0] || room >= sw__kt_empties(k, q->b[1], &other)) &&
+      (room >= SW__KT_WAYS / 2 || q->b[1] == q->b[0] ||
+       room >= sw__kt_empties(k, q->b[1], &other)) &&
       (rc = sw__kt_insert_roomy(k, t, q, ref, adm, idx)) != -3)
     return rc;
   uint32_t lk[2];
