@@ -37,8 +37,10 @@ int swpy_outcome_end(PyObject *self, int err);
 PyObject *swpy_f_web_start(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 PyObject *swpy_f_install_wsgi(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 
-/* swpy_asgi.c: _asgi_send(send, wire), _asgi_call(awaitable, outcome), and
- * its types and names made once: 0 or -1. */
+/* swpy_asgi.c: _asgi_send(send, wire), _asgi_call(awaitable, outcome),
+ * _web_install_asgi(middleware_class, plan_class), and its types and names
+ * made once: 0 or -1. */
+PyObject *swpy_f_install_asgi(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 PyObject *swpy_f_asgi_send(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 PyObject *swpy_f_asgi_call(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 int swpy_asgi_init(void);
