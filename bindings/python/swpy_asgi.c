@@ -343,10 +343,12 @@ PyObject *swpy_f_asgi_send(PyObject *mod, PyObject *const *args, Py_ssize_t narg
  * its Python __call__ (kept: the servers that ask see a coroutine
  * function) the path of everything but a request of a plain plan whose
  * one rule is simple. */
-static PyObject *swpy_a_pycall, *swpy_a_plain, *swpy_a_app, *swpy_a_enabled, *swpy_a_style, *swpy_a_http,
+static PyObject *swpy_a_pycall, *swpy_a_client, *swpy_a_plain, *swpy_a_app, *swpy_a_enabled, *swpy_a_style, *swpy_a_http,
     *swpy_a_state, *swpy_a_libsw, *swpy_a_audit_due, *swpy_a_call_rc;
-/* Plan's slots: rules, single, policy_raw, needs_response; Rule's: asgi, prefix. */
-static Py_ssize_t swpy_ap_rules, swpy_ap_single, swpy_ap_raw, swpy_ap_needs, swpy_ar_asgi, swpy_ar_prefix;
+/* Plan's slots: rules, single, policy_raw, needs_response; Rule's: asgi,
+ * prefix, asgi_client, wsgi_missing. */
+static Py_ssize_t swpy_ap_rules, swpy_ap_single, swpy_ap_raw, swpy_ap_needs, swpy_ar_asgi, swpy_ar_prefix,
+    swpy_ar_client, swpy_ar_missing;
 static int swpy_atick; /* requests until the limiter's next look at its audit clock */
 
 /* self.name(args...) (the Python path), args[0] a new reference to self. */
@@ -363,6 +365,20 @@ static PyObject *swpy_asgi_rule(PyObject *plan) {
     return NULL;
   PyObject *get = *swpy_slot(rule, swpy_ar_asgi);
   return get != NULL && get != Py_None && *swpy_slot(rule, swpy_ar_prefix) != NULL ? rule : NULL;
+}
+
+/* The key of the rule's table for a request: the client's address read
+ * here (remote_address's _asgi_peer: client[0], or "-" without a client),
+ * else the rule's asgi(scope). A new reference, or NULL. */
+static PyObject *swpy_asgi_key(PyObject *rule, PyObject *scope) {
+  if (*swpy_slot(rule, swpy_ar_client) == Py_True) {
+    PyObject *client = PyDict_GetItemWithError(scope, swpy_a_client), *missing = *swpy_slot(rule, swpy_ar_missing);
+    if (client == NULL && PyErr_Occurred()) return NULL;
+    if ((client == NULL || client == Py_None) && missing != NULL) return swpy_ref(missing);
+    if (PyTuple_CheckExact(client) && PyTuple_GET_SIZE(client) > 0) return swpy_ref(PyTuple_GET_ITEM(client, 0));
+    if (PyList_CheckExact(client) && PyList_GET_SIZE(client) > 0) return swpy_ref(PyList_GET_ITEM(client, 0));
+  }
+  return PyObject_CallOneArg(*swpy_slot(rule, swpy_ar_asgi), scope);
 }
 
 /* The Python __call__ (self, *args, **kwargs). */
@@ -412,7 +428,7 @@ static PyObject *swpy_asgi_tp_call(PyObject *self, PyObject *args, PyObject *kwa
     Py_DECREF(x);
   }
   PyObject *prefix = *swpy_slot(rule, swpy_ar_prefix);
-  if ((key = PyObject_CallOneArg(*swpy_slot(rule, swpy_ar_asgi), scope)) == NULL) goto done;
+  if ((key = swpy_asgi_key(rule, scope)) == NULL) goto done;
   if (PyUnicode_CheckExact(key) && PyUnicode_Check(prefix) && PyUnicode_GET_LENGTH(prefix) > 0) {
     Py_SETREF(key, PyUnicode_Concat(prefix, key));
     if (key == NULL) goto done;
@@ -479,7 +495,9 @@ PyObject *swpy_f_install_asgi(PyObject *mod, PyObject *const *args, Py_ssize_t n
             (swpy_ap_raw = swpy_slot_offset(args[1], "policy_raw")) < 0 ||
             (swpy_ap_needs = swpy_slot_offset(args[1], "needs_response")) < 0 ||
             (swpy_ar_asgi = swpy_slot_offset(rule, "asgi")) < 0 ||
-            (swpy_ar_prefix = swpy_slot_offset(rule, "prefix")) < 0;
+            (swpy_ar_prefix = swpy_slot_offset(rule, "prefix")) < 0 ||
+            (swpy_ar_client = swpy_slot_offset(rule, "asgi_client")) < 0 ||
+            (swpy_ar_missing = swpy_slot_offset(rule, "wsgi_missing")) < 0;
   Py_DECREF(rule);
   if (bad) return NULL;
   PyObject *call = PyObject_GetAttrString(args[0], "__call__");
@@ -497,7 +515,8 @@ PyObject *swpy_f_install_asgi(PyObject *mod, PyObject *const *args, Py_ssize_t n
        !(swpy_a_state = PyUnicode_InternFromString("state")) ||
        !(swpy_a_libsw = PyUnicode_InternFromString("libsw")) ||
        !(swpy_a_audit_due = PyUnicode_InternFromString("audit_due")) ||
-       !(swpy_a_call_rc = PyUnicode_InternFromString("_call_rc"))))
+       !(swpy_a_call_rc = PyUnicode_InternFromString("_call_rc")) ||
+       !(swpy_a_client = PyUnicode_InternFromString("client"))))
     return NULL;
   ((PyTypeObject *)args[0])->tp_call = swpy_asgi_tp_call;
   Py_RETURN_NONE;
