@@ -12,7 +12,7 @@
 
 #include "swpy_web.h"
 
-static PyTypeObject *swpy_outcome_type;
+PyTypeObject *swpy_outcome_type;
 /* Rule's slots: site, wl (window length, ms of its clock), period_ms,
  * limit_field, policy_id; Outcome's: rule, remaining, rules, _tok, _held. */
 static Py_ssize_t swpy_r_site, swpy_r_wl, swpy_r_period, swpy_r_limit, swpy_r_limit_raw, swpy_r_policy_id;
@@ -262,6 +262,11 @@ static PyMethodDef swpy_web_functions[] = {
      "_web_install_wsgi(middleware_class, plan_class, /)\n--\n\nThe WSGI middleware's __call__ in C."},
     {"_web_install_asgi", (PyCFunction)(void (*)(void))swpy_f_install_asgi, METH_FASTCALL,
      "_web_install_asgi(middleware_class, plan_class, /)\n--\n\nThe ASGI middleware's calls in C."},
+    {"_flask_before", (PyCFunction)(void (*)(void))swpy_f_flask_before, METH_FASTCALL,
+     "_flask_before(extension, request, /)\n--\n\nThe Flask extension's before-request hook."},
+    {"_flask_wsgi", (PyCFunction)(void (*)(void))swpy_f_flask_wsgi, METH_FASTCALL,
+     "_flask_wsgi(wsgi_app, end_request, /)\n--\n\nFlask's wsgi_app with the extension's start_response "
+     "and end."},
     {"_web_start", (PyCFunction)(void (*)(void))swpy_f_web_start, METH_FASTCALL,
      "_web_start(start_response, extra, status, headers, exc_info=None, /)\n--\n\n"
      "start_response with extra's fields that headers does not set."},

@@ -108,8 +108,9 @@ class Rule:
                        and not table.custom)
         self.wsgi = getattr(key, "wsgi", None) if self.simple else None
         self.asgi = getattr(key, "asgi", None) if self.simple else None
-        # the WSGI middleware's path in C: the key is environ[wsgi_env] (a constant: ""), else wsgi_missing
-        self.wsgi_env = getattr(key, "wsgi_env", None) if self.wsgi is not None and not prefix else None
+        # the paths in C (the WSGI middleware, the Flask extension): the key is environ[wsgi_env] (a
+        # constant: ""), else wsgi_missing, after the prefix
+        self.wsgi_env = getattr(key, "wsgi_env", None) if self.wsgi is not None else None
         self.wsgi_missing = getattr(key, "wsgi_missing", None)
         # the ASGI middleware's path in C: the key is scope["client"][0], else wsgi_missing
         self.asgi_client = bool(getattr(key, "asgi_client", False)) and self.asgi is not None and not prefix
