@@ -9,7 +9,7 @@
 
 #include "swpy_web.h"
 
-static PyObject *swpy_f_core, *swpy_f_endpoint, *swpy_f_enabled, *swpy_f_method, *swpy_f_plans, *swpy_f_environ,
+static PyObject *swpy_f_core, *swpy_f_endpoint, *swpy_f_enabled, *swpy_f_method, *swpy_f_environ,
     *swpy_f_style, *swpy_f_before_py, *swpy_f_before_rc, *swpy_f_fields_py, *swpy_f_release, *swpy_f_outcome,
     *swpy_f_plan, *swpy_f_fields, *swpy_f_status, *swpy_f_kw_error, *swpy_f_url_rule;
 /* flask.wrappers.Request.endpoint (a property: url_rule's endpoint, or None) */
@@ -44,7 +44,6 @@ static int swpy_flask_names(void) {
   return (swpy_f_core = PyUnicode_InternFromString("core")) && (swpy_f_endpoint = PyUnicode_InternFromString("endpoint")) &&
                  (swpy_f_enabled = PyUnicode_InternFromString("enabled")) &&
                  (swpy_f_method = PyUnicode_InternFromString("method")) &&
-                 (swpy_f_plans = PyUnicode_InternFromString("_plans")) &&
                  (swpy_f_environ = PyUnicode_InternFromString("environ")) &&
                  (swpy_f_style = PyUnicode_InternFromString("style")) &&
                  (swpy_f_before_py = PyUnicode_InternFromString("_before")) &&
@@ -65,21 +64,22 @@ static PyObject *swpy_flask_py(PyObject *name, PyObject **args, size_t n) {
   return PyObject_VectorcallMethod(name, args, n | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
 }
 
-/* _flask_before(ext, request): Limiter._before of flask.py for request
- * (Flask's, of the current context), in C while the request's view has a
+/* _flask_before(ext, request, plans): Limiter._before of flask.py for
+ * request (Flask's, of the current context; plans: ext._plans), in C while
+ * the request's view has a
  * plan of one simple rule keyed on an environ variable and the entry is
  * a plain pass: None, or what _before (a plan not made yet, another key)
  * or _before_rc (not a plain pass) returns. */
 PyObject *swpy_f_flask_before(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
   (void)mod;
-  if (nargs != 2) {
-    PyErr_SetString(PyExc_TypeError, "_flask_before(extension, request)");
+  if (nargs != 3) {
+    PyErr_SetString(PyExc_TypeError, "_flask_before(extension, request, plans)");
     return NULL;
   }
   if (swpy_flask_names() < 0) return NULL;
-  PyObject *ext = args[0], *req = args[1];
-  PyObject *core = NULL, *endpoint = NULL, *method = NULL, *plans = NULL, *k = NULL, *environ = NULL,
-           *key = NULL, *out = NULL, *fields = NULL, *r = NULL;
+  PyObject *ext = args[0], *req = args[1], *plans = args[2];
+  PyObject *core = NULL, *endpoint = NULL, *method = NULL, *environ = NULL, *key = NULL, *out = NULL,
+           *fields = NULL, *r = NULL;
   if ((core = PyObject_GetAttr(ext, swpy_f_core)) == NULL || (endpoint = swpy_flask_endpoint(req)) == NULL)
     goto done;
   if (core == Py_None || endpoint == Py_None) {
@@ -93,10 +93,9 @@ PyObject *swpy_f_flask_before(PyObject *mod, PyObject *const *args, Py_ssize_t n
     if (enabled == 0) r = swpy_ref(Py_None);
     goto done;
   }
-  if ((method = PyObject_GetAttr(req, swpy_f_method)) == NULL || (plans = PyObject_GetAttr(ext, swpy_f_plans)) == NULL ||
-      (k = PyTuple_Pack(2, endpoint, method)) == NULL)
-    goto done;
-  PyObject *plan = PyDict_CheckExact(plans) ? PyDict_GetItemWithError(plans, k) : NULL;
+  if ((method = PyObject_GetAttr(req, swpy_f_method)) == NULL) goto done;
+  PyObject *by_method = PyDict_CheckExact(plans) ? PyDict_GetItemWithError(plans, endpoint) : NULL;
+  PyObject *plan = by_method != NULL && PyDict_CheckExact(by_method) ? PyDict_GetItemWithError(by_method, method) : NULL;
   if (plan == NULL && PyErr_Occurred()) goto done;
   if (plan == Py_None) { /* exempt */
     r = swpy_ref(Py_None);
@@ -148,8 +147,6 @@ done:
   Py_XDECREF(core);
   Py_XDECREF(endpoint);
   Py_XDECREF(method);
-  Py_XDECREF(plans);
-  Py_XDECREF(k);
   Py_XDECREF(environ);
   Py_XDECREF(key);
   Py_XDECREF(out);

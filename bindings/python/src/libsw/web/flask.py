@@ -53,7 +53,8 @@ class Limiter:
         self.core: Optional[_Core] = None
         self._decorated: List[Any] = []  # views and methods with limits, in decoration order
         self._names: Dict[str, int] = {}  # a view name given: how many times (a second gets "#2")
-        self._plans: Dict[Tuple[str, str], Optional[Plan]] = {}
+        # endpoint -> method -> the plan of its requests (None: exempt); read in C (swpy_flask.c)
+        self._plans: Dict[str, Dict[str, Optional[Plan]]] = {}
         if "key" in options:
             key_function(options["key"], options.get("trusted_proxies"))
         if app is not None:
@@ -84,12 +85,13 @@ class Limiter:
         # entry in C (swpy_flask.c), the rest in _before
         cv = _cv_request
         ext = self
+        plans = self._plans
         if cv is not None:
             def before() -> Any:
-                return _flask_before(ext, cv.get().request)
+                return _flask_before(ext, cv.get().request, plans)
         else:
             def before() -> Any:
-                return _flask_before(ext, flask.request._get_current_object())
+                return _flask_before(ext, flask.request._get_current_object(), plans)
         app.before_request(before)
         app.extensions["libsw"] = self
         # The application, its response's start adding the request's fields (in C: none of werkzeug's
@@ -195,10 +197,13 @@ class Limiter:
         if core is None or endpoint is None or not core.enabled:
             return None
         method = req.method
+        plans = self._plans.get(endpoint)
+        if plans is None:
+            plans = self._plans[endpoint] = {}
         try:
-            plan = self._plans[endpoint, method]
+            plan = plans[method]
         except KeyError:
-            plan = self._plans[endpoint, method] = self._plan(endpoint, method)
+            plan = plans[method] = self._plan(endpoint, method)
         if plan is None:
             return None
         environ = req.environ
