@@ -66,10 +66,9 @@ static PyObject *swpy_flask_py(PyObject *name, PyObject **args, size_t n) {
 
 /* _flask_before(ext, request, plans): Limiter._before of flask.py for
  * request (Flask's, of the current context; plans: ext._plans), in C while
- * the request's view has a
- * plan of one simple rule keyed on an environ variable and the entry is
- * a plain pass: None, or what _before (a plan not made yet, another key)
- * or _before_rc (not a plain pass) returns. */
+ * the request's view has a plan of one simple rule keyed on an environ
+ * variable and the entry is a plain pass: None, or what _before (a plan
+ * not made yet, another key) or _before_rc (not a plain pass) returns. */
 PyObject *swpy_f_flask_before(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
   (void)mod;
   if (nargs != 3) {

@@ -263,7 +263,7 @@ static PyMethodDef swpy_web_functions[] = {
     {"_web_install_asgi", (PyCFunction)(void (*)(void))swpy_f_install_asgi, METH_FASTCALL,
      "_web_install_asgi(middleware_class, plan_class, /)\n--\n\nThe ASGI middleware's calls in C."},
     {"_flask_before", (PyCFunction)(void (*)(void))swpy_f_flask_before, METH_FASTCALL,
-     "_flask_before(extension, request, /)\n--\n\nThe Flask extension's before-request hook."},
+     "_flask_before(extension, request, plans, /)\n--\n\nThe Flask extension's before-request hook."},
     {"_flask_wsgi", (PyCFunction)(void (*)(void))swpy_f_flask_wsgi, METH_FASTCALL,
      "_flask_wsgi(wsgi_app, end_request, /)\n--\n\nFlask's wsgi_app with the extension's start_response "
      "and end."},

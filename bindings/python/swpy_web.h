@@ -48,7 +48,7 @@ extern Py_ssize_t swpy_p_rules, swpy_p_single, swpy_p_policy, swpy_p_needs;
 PyObject *swpy_start_new(PyObject *sr, PyObject *extra);
 PyObject *swpy_wsgi_key(PyObject *rule, PyObject *environ);
 
-/* swpy_flask.c: _flask_before(extension, request) and
+/* swpy_flask.c: _flask_before(extension, request, plans) and
  * _flask_wsgi(wsgi_app, end_request). */
 PyObject *swpy_f_flask_before(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 PyObject *swpy_f_flask_wsgi(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
