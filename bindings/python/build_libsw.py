@@ -636,7 +636,7 @@ ffibuilder.cdef(CDEF + glue_cdef(os.path.join(HERE, "swpy.h")))
 ffibuilder.set_source(
     "libsw._libsw",
     PREAMBLE,
-    sources=[os.path.join(HERE, f) for f in ("swpy.c", "swpy_py.c", "swpy_web.c", "swpy_wsgi.c", "swpy_asgi.c")]
+    sources=[os.path.join(HERE, f) for f in ("swpy.c", "swpy_py.c", "swpy_web.c", "swpy_wsgi.c", "swpy_asgi.c", "swpy_flask.c")]
     + libsw_sources(SRC_DIR),
     include_dirs=[GENERATED, SRC_DIR, HERE] + [d for f in OPTIONAL for d in f[0]],
     # swpy.c reads a field of the thread state (the current context), which

@@ -12,7 +12,7 @@
 
 #include "swpy_web.h"
 
-static PyTypeObject *swpy_outcome_type;
+PyTypeObject *swpy_outcome_type;
 /* Rule's slots: site, wl (window length, ms of its clock), period_ms,
  * limit_field, policy_id; Outcome's: rule, remaining, rules, _tok, _held. */
 static Py_ssize_t swpy_r_site, swpy_r_wl, swpy_r_period, swpy_r_limit, swpy_r_limit_raw, swpy_r_policy_id;
@@ -53,17 +53,33 @@ static PyObject *swpy_f_web_enter(PyObject *mod, PyObject *const *args, Py_ssize
   return swpy_web_enter(args[0], args[1], args[2]);
 }
 
+/* "00" to "99": two digits a division (swpy_digits). */
+static const char swpy_pairs[] = "0001020304050607080910111213141516171819"
+                                 "2021222324252627282930313233343536373839"
+                                 "4041424344454647484950515253545556575859"
+                                 "6061626364656667686970717273747576777879"
+                                 "8081828384858687888990919293949596979899";
+
 /* Append the decimal digits of v to buf at *n (buf has room for 20 more). */
 static void swpy_digits(char *buf, size_t *n, int64_t v) {
   char tmp[24];
-  size_t k = 0;
+  size_t k = sizeof tmp;
   uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-  do {
-    tmp[k++] = (char)('0' + u % 10);
-    u /= 10;
-  } while (u != 0);
+  while (u >= 100) {
+    const char *d = swpy_pairs + 2 * (u % 100);
+    u /= 100;
+    tmp[--k] = d[1];
+    tmp[--k] = d[0];
+  }
+  if (u >= 10) {
+    tmp[--k] = swpy_pairs[2 * u + 1];
+    tmp[--k] = swpy_pairs[2 * u];
+  } else {
+    tmp[--k] = (char)('0' + u);
+  }
   if (v < 0) buf[(*n)++] = '-';
-  while (k > 0) buf[(*n)++] = tmp[--k];
+  memcpy(buf + *n, tmp + k, sizeof tmp - k);
+  *n += sizeof tmp - k;
 }
 
 /* The decimal str (raw: bytes) of v (PyUnicode_FromFormat costs a printf). */
@@ -244,6 +260,13 @@ static PyMethodDef swpy_web_functions[] = {
      "_asgi_send(send, wire, /)\n--\n\nAn ASGI send adding wire's fields to the response's start."},
     {"_web_install_wsgi", (PyCFunction)(void (*)(void))swpy_f_install_wsgi, METH_FASTCALL,
      "_web_install_wsgi(middleware_class, plan_class, /)\n--\n\nThe WSGI middleware's __call__ in C."},
+    {"_web_install_asgi", (PyCFunction)(void (*)(void))swpy_f_install_asgi, METH_FASTCALL,
+     "_web_install_asgi(middleware_class, plan_class, /)\n--\n\nThe ASGI middleware's calls in C."},
+    {"_flask_before", (PyCFunction)(void (*)(void))swpy_f_flask_before, METH_FASTCALL,
+     "_flask_before(extension, request, plans, /)\n--\n\nThe Flask extension's before-request hook."},
+    {"_flask_wsgi", (PyCFunction)(void (*)(void))swpy_f_flask_wsgi, METH_FASTCALL,
+     "_flask_wsgi(wsgi_app, end_request, /)\n--\n\nFlask's wsgi_app with the extension's start_response "
+     "and end."},
     {"_web_start", (PyCFunction)(void (*)(void))swpy_f_web_start, METH_FASTCALL,
      "_web_start(start_response, extra, status, headers, exc_info=None, /)\n--\n\n"
      "start_response with extra's fields that headers does not set."},

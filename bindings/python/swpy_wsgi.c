@@ -121,8 +121,11 @@ typedef struct {
 static PyTypeObject *swpy_start_type, *swpy_released_type;
 static PyObject *swpy_s_plain, *swpy_s_enabled, *swpy_s_style, *swpy_s_call, *swpy_s_call_plan, *swpy_s_call_rc,
     *swpy_s_audit_due, *swpy_s_outcome_key, *swpy_s_close;
-/* Plan's slots: rules, single, policy_field; Rule's: wsgi_env, wsgi_missing. */
-static Py_ssize_t swpy_p_rules, swpy_p_single, swpy_p_policy, swpy_r_env, swpy_r_missing;
+/* Plan's slots: rules, single, policy_field, needs_response; Rule's:
+ * wsgi_env, wsgi_missing, prefix. */
+Py_ssize_t swpy_p_rules, swpy_p_single, swpy_p_policy, swpy_p_needs;
+PyTypeObject *swpy_plan_type;
+static Py_ssize_t swpy_r_env, swpy_r_missing, swpy_r_prefix;
 static int swpy_tick; /* requests until the limiter's next look at its audit clock */
 
 /* start_response(status, headers, exc_info=None). */
@@ -148,7 +151,7 @@ static PyObject *swpy_start_vcall(PyObject *self, PyObject *const *args, size_t 
   return swpy_web_start(s->sr, s->extra, a[0], a[1], a[2]);
 }
 
-static PyObject *swpy_start_new(PyObject *sr, PyObject *extra) {
+PyObject *swpy_start_new(PyObject *sr, PyObject *extra) {
   swpy_start *s = PyObject_GC_New(swpy_start, swpy_start_type);
   if (s == NULL) return NULL;
   s->sr = swpy_ref(sr);
@@ -284,6 +287,27 @@ static PyObject *swpy_py_path(PyObject *self, PyObject *name, PyObject *const *a
   return PyObject_VectorcallMethod(name, call, (n + 1) | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
 }
 
+/* The key of a simple rule for a WSGI request, read here: environ[wsgi_env]
+ * (wsgi_missing when it is absent or empty; wsgi_env "": a constant, the
+ * rule's wsgi_missing), with the rule's prefix; NULL without an exception
+ * when the rule's wsgi(environ) (Python's path) must give it. A new
+ * reference. */
+PyObject *swpy_wsgi_key(PyObject *rule, PyObject *environ) {
+  PyObject *env = *swpy_slot(rule, swpy_r_env), *prefix = *swpy_slot(rule, swpy_r_prefix), *key = NULL;
+  if (env == NULL || !PyUnicode_CheckExact(env) || prefix == NULL) return NULL;
+  if (PyUnicode_GET_LENGTH(env) != 0 && PyDict_CheckExact(environ)) {
+    key = PyDict_GetItemWithError(environ, env);
+    if (key == NULL && PyErr_Occurred()) return NULL;
+  }
+  if (PyUnicode_GET_LENGTH(env) == 0 || key == NULL || (PyUnicode_Check(key) && PyUnicode_GET_LENGTH(key) == 0) ||
+      (PyBytes_Check(key) && PyBytes_GET_SIZE(key) == 0))
+    key = *swpy_slot(rule, swpy_r_missing);
+  if (key == NULL || (!PyUnicode_CheckExact(key) && !PyBytes_CheckExact(key))) return NULL;
+  if (PyUnicode_CheckExact(key) && PyUnicode_Check(prefix) && PyUnicode_GET_LENGTH(prefix) > 0)
+    return PyUnicode_Concat(prefix, key);
+  return swpy_ref(key);
+}
+
 /* WSGIRateLimitMiddleware.__call__(environ, start_response): a request of
  * a middleware whose every request enters the same plan (no route
  * patterns, no exempt ones) with one simple rule keyed on an environ
@@ -316,19 +340,9 @@ static PyObject *swpy_wsgi_call(PyObject *self, PyObject *const *args, Py_ssize_
     goto done;
   }
   PyObject *rule = *swpy_slot(plan, swpy_p_single), *rules = *swpy_slot(plan, swpy_p_rules);
-  PyObject *env = rule != NULL && rule != Py_None ? *swpy_slot(rule, swpy_r_env) : NULL;
-  PyObject *key = NULL;
-  if (env != NULL && PyUnicode_Check(env) && rules != NULL) {
-    if (PyUnicode_GET_LENGTH(env) == 0) { /* a constant key */
-      key = NULL;
-    } else if (PyDict_CheckExact(environ)) {
-      key = PyDict_GetItemWithError(environ, env);
-      if (key == NULL && PyErr_Occurred()) goto done;
-    }
-    if (key == NULL || (PyUnicode_Check(key) && PyUnicode_GET_LENGTH(key) == 0))
-      key = *swpy_slot(rule, swpy_r_missing);
-  }
-  if (key == NULL || key == Py_None || (!PyUnicode_CheckExact(key) && !PyBytes_CheckExact(key))) {
+  PyObject *key = rule != NULL && rule != Py_None && rules != NULL ? swpy_wsgi_key(rule, environ) : NULL;
+  if (key == NULL) {
+    if (PyErr_Occurred()) goto done;
     PyObject *a[3] = {environ, sr, plan}; /* another key, or the rule does not apply */
     r = swpy_py_path(self, swpy_s_call_plan, a, 3);
     goto done;
@@ -336,10 +350,12 @@ static PyObject *swpy_wsgi_call(PyObject *self, PyObject *const *args, Py_ssize_
   if (--swpy_tick <= 0) {
     swpy_tick = 32;
     PyObject *x = PyObject_CallMethodNoArgs(lim, swpy_s_audit_due);
-    if (x == NULL) goto done;
+    if (x == NULL) {
+      Py_DECREF(key);
+      goto done;
+    }
     Py_DECREF(x);
   }
-  Py_INCREF(key); /* (held across the entry: the environ is the application's) */
   out = swpy_web_enter(rule, key, rules);
   if (out == NULL || PyLong_CheckExact(out)) {
     if (out != NULL) {
@@ -402,9 +418,16 @@ PyObject *swpy_f_install_wsgi(PyObject *mod, PyObject *const *args, Py_ssize_t n
             (swpy_p_single = swpy_slot_offset(args[1], "single")) < 0 ||
             (swpy_p_policy = swpy_slot_offset(args[1], "policy_field")) < 0 ||
             (swpy_r_env = swpy_slot_offset(rule, "wsgi_env")) < 0 ||
-            (swpy_r_missing = swpy_slot_offset(rule, "wsgi_missing")) < 0;
+            (swpy_r_missing = swpy_slot_offset(rule, "wsgi_missing")) < 0 ||
+            (swpy_p_needs = swpy_slot_offset(args[1], "needs_response")) < 0 ||
+            (swpy_r_prefix = swpy_slot_offset(rule, "prefix")) < 0;
   Py_DECREF(rule);
   if (bad) return NULL;
+  if (!PyType_Check(args[1])) {
+    PyErr_SetString(PyExc_TypeError, "_web_install_wsgi: plan_class is not a class");
+    return NULL;
+  }
+  Py_XSETREF(swpy_plan_type, (PyTypeObject *)swpy_ref(args[1]));
   if (swpy_start_type == NULL) {
     if (!(swpy_start_type = (PyTypeObject *)PyType_FromSpec(&swpy_start_spec)) ||
         !(swpy_released_type = (PyTypeObject *)PyType_FromSpec(&swpy_released_spec)) ||

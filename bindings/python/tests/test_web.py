@@ -489,6 +489,105 @@ def test_asgi_entry_ends_when_the_application_returns_raises_or_is_cancelled():
     assert (s.pass_, s.success, s.exception) == (3, 3, 2)   # every entry ended; the failed and the cancelled one as errors
 
 
+class _PyPathMiddleware(RateLimitMiddleware):
+    """A subclass: its calls go to the Python __call__ (the class's own go to C)."""
+
+
+def _python_calls_of_call(fn):
+    """fn()'s result and how many times a Python __call__ of libsw.web's ASGI middleware ran."""
+    n = []
+
+    def prof(frame, event, arg):
+        code = frame.f_code
+        if event == "call" and code.co_name == "__call__" and code.co_filename.endswith("_asgi.py"):
+            n.append(1)
+
+    sys.setprofile(prof)
+    try:
+        return fn(), len(n)
+    finally:
+        sys.setprofile(None)
+
+
+@pytest.mark.parametrize("cls", [RateLimitMiddleware, _PyPathMiddleware])
+def test_asgi_fields_added_to_a_copy_of_list_or_tuple_headers(cls):
+    """The C path (the class) and the Python one (a subclass) alike: the
+    response's start gets the fields whether its headers are a list or a
+    tuple, the application's own fields kept, its message and header list
+    never changed (a Response object sent again keeps no field of an
+    earlier request); a field the application sets is not added."""
+    own_list = [(b"content-type", b"text/plain")]
+    own_tuple = ((b"content-type", b"text/plain"), (b"X-RateLimit-Limit", b"mine"))
+    messages = []
+
+    def app_with(headers):
+        async def app(scope, receive, send):
+            m = {"type": "http.response.start", "status": 200, "headers": headers}
+            messages.append(m)
+            await send(m)
+            await send({"type": "http.response.body", "body": b"x"})
+        return app
+
+    lim = Limiter(segment=None, default="5/minute", headers="both")
+    got, calls = _python_calls_of_call(lambda: asyncio.run(_gets([
+        (cls(app_with(own_list), lim), {}), (cls(app_with(own_tuple), lim), {}), (cls(app_with(own_list), lim), {})])))
+    assert calls == (0 if cls is RateLimitMiddleware else 3)
+    (s1, h1), (s2, h2), (s3, h3) = got
+    assert s1 == s2 == s3 == 200
+    assert h1["content-type"] == "text/plain" and h1["x-ratelimit-limit"] == "5"
+    assert h1["x-ratelimit-remaining"] == "4" and h3["x-ratelimit-remaining"] == "2"
+    assert h1["ratelimit-policy"] == '"5-per-60s";q=5;w=60' and h1["ratelimit"].startswith('"5-per-60s";r=4;t=')
+    assert h2["x-ratelimit-limit"] == "mine" and h2["x-ratelimit-remaining"] == "3"   # the application's own kept
+    assert own_list == [(b"content-type", b"text/plain")] and len(own_tuple) == 2
+    assert all(m["headers"] is own_list or m["headers"] is own_tuple for m in messages) and len(messages) == 3
+    assert all(set(m) == {"type", "status", "headers"} for m in messages)
+
+
+async def _gets(apps_and_scopes):
+    """(status, headers) of one request of each (app, scope items) in turn;
+    headers: the response's start's, by lower-case name (each name once)."""
+    out = []
+    for app, extra in apps_and_scopes:
+        sent = []
+
+        async def receive():
+            return {"type": "http.request", "body": b""}
+
+        async def send(m, sent=sent):
+            sent.append(m)
+
+        scope = {"type": "http", "method": "GET", "path": "/", "client": ("10.0.0.1", 5555), "headers": []}
+        scope.update(extra)
+        scope = {k: v for k, v in scope.items() if v is not _ABSENT}
+        await app(scope, receive, send)
+        fields = {k.decode().lower(): v.decode() for k, v in sent[0]["headers"]}
+        assert len(fields) == len(sent[0]["headers"])
+        out.append((sent[0]["status"], fields))
+    return out
+
+
+_ABSENT = object()
+
+
+@pytest.mark.parametrize("cls", [RateLimitMiddleware, _PyPathMiddleware])
+def test_asgi_client_address_key_of_every_scope_form(cls):
+    """The client address as the key, read in C or in Python alike: a tuple
+    or a list, no client (None or absent: "-"); a state of None replaced;
+    the outcome in scope["state"]["libsw"]."""
+    lim = Limiter(segment=None, default="100/minute")
+    app = cls(asgi_app(), lim)
+    forms = [{"client": ("10.0.0.2", 1)}, {"client": ["10.0.0.3", 1]}, {"client": None}, {"client": _ABSENT},
+             {"client": ("10.0.0.2", 2), "state": None}]
+    got = asyncio.run(_gets([(app, f) for f in forms]))
+    assert [s for s, _ in got] == [200] * 5
+    (s,) = lim.stats(top=5)
+    assert sorted(k[:2] for k in s["top_keys"]) == [("-", 2), ("10.0.0.2", 2), ("10.0.0.3", 1)]
+    state = {}
+    rec = []
+    asyncio.run(_gets([(cls(asgi_app(rec), lim), {"state": state})]))
+    assert state["libsw"] is rec[0] and rec[0].allowed
+
+
 def test_wsgi_start_response_of_the_fast_path_takes_exc_info_and_keeps_the_apps_fields():
     def app(environ, start_response):
         start_response("200 OK", [("X-RateLimit-Limit", "mine")], exc_info=None)

@@ -254,6 +254,53 @@ def test_django_scope_shares_a_limit_between_views():
 
 
 @needs_cancel
+def test_flask_entries_end_as_errors_through_either_path_and_a_requests_own_endpoint():
+    """The extension's paths in C and in Python end a request's entry alike:
+    an exception raised through Flask (testing: propagated) and a 5xx are
+    errors, on a one-rule view (the C path) and a two-rate one (the
+    general path); a request class with its own ``endpoint`` is obeyed."""
+    flask = pytest.importorskip("flask")
+    from libsw.web.flask import Limiter as FlaskLimiter
+
+    app = flask.Flask("errors_app")
+    app.testing = True
+    limiter = FlaskLimiter(app, segment=None, default="100/minute", headers="both")
+
+    @app.route("/boom")
+    def boom():
+        raise RuntimeError("view failed")
+
+    @app.route("/unavailable")
+    def unavailable():
+        return "later", 503
+
+    @app.route("/two")
+    @limiter.limit("50/second;100/minute")
+    def two():
+        raise RuntimeError("view failed")
+
+    c = app.test_client()
+    for path in ("/boom", "/two"):
+        with pytest.raises(RuntimeError):
+            c.get(path)
+    r = c.get("/unavailable")
+    assert r.status_code == 503 and r.headers["X-RateLimit-Remaining"] == "99"  # (each view its own count)
+    default = [t for t in limiter.core.tables if t.scope == "default"][0].lim.keyed_stats()
+    assert (default.pass_, default.success, default.exception) == (2, 2, 2)  # (success: every end)
+    for t in limiter.core.tables:
+        if t.scope != "default":
+            s = t.lim.keyed_stats()
+            assert (s.pass_, s.success, s.exception) == (1, 1, 1), t.rate
+
+    class NoEndpoint(flask.Request):
+        endpoint = None  # (what Flask's would be had no route matched)
+
+    app.request_class = NoEndpoint
+    r = c.get("/unavailable")
+    assert r.status_code == 503 and "X-RateLimit-Remaining" not in r.headers
+    assert [t for t in limiter.core.tables if t.scope == "default"][0].lim.keyed_stats().pass_ == 2
+
+
 def test_flask_deduct_when_and_the_entry_ended_when_flask_is_done():
     flask = pytest.importorskip("flask")
     from libsw.web.flask import Limiter as FlaskLimiter

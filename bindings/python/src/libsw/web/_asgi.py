@@ -8,7 +8,7 @@ from typing import Any, Awaitable, Callable, Dict, Iterable, List, Mapping, Opti
 from ._core import custom_response
 from ._keys import Request
 from ._outcome import (Outcome, ResponseInfo, _asgi_call, _asgi_send, _web_enter,  # type: ignore[attr-defined]
-                       _web_fields, pass_fields, refusal)
+                       _web_fields, _web_install_asgi, pass_fields, refusal)
 from ._routes import Middleware, Plan
 
 
@@ -94,10 +94,18 @@ class RateLimitMiddleware(Middleware):
     With Starlette's AuthenticationMiddleware, add this one after it (so
     that it runs inside it) for the ``user`` key."""
 
+    def __init__(self, app: Any, limiter: Any = None, **kwargs: Any) -> None:
+        super().__init__(app, limiter, **kwargs)
+        # every request enters one plan (no route or exempt pattern): the class's calls in C
+        # (swpy_asgi.c) read (plan, limiter) from here
+        self._plain = (self.routes.other[0], self.limiter) if self.routes.plain else None
+
     def __call__(self, scope: Dict[str, Any], receive: Any, send: Any) -> Awaitable[None]:
         """A request: an awaitable (the application's, ending the request's
         entry when done; a coroutine of this middleware otherwise). A plain
-        function, marked as a coroutine function for the servers that ask."""
+        function, marked as a coroutine function for the servers that ask.
+        A call of the middleware runs the same in C (swpy_asgi.c) when
+        every request enters one plan with one simple rule."""
         lim = self.limiter
         if scope["type"] != "http" or not lim.enabled:
             return self.app(scope, receive, send)
@@ -134,6 +142,11 @@ class RateLimitMiddleware(Middleware):
 
     __call__._is_coroutine = asyncio.coroutines._is_coroutine  # type: ignore[attr-defined]
 
+    def _call_rc(self, scope: Dict[str, Any], receive: Any, send: Any, plan: Plan, key: Any,
+                 rc: int) -> Awaitable[None]:
+        """After the C path's entry of plan's rule returned rc (not a pass)."""
+        return self._call(scope, receive, send, plan, self.routes.other[1], key, rc)
+
     async def _call(self, scope: Dict[str, Any], receive: Any, send: Any, plan: Plan, params: Dict[str, Any],
                     key: Any = None, rc: Optional[int] = None) -> None:
         """A request of the general path (rc: the entry of the plan's one
@@ -169,3 +182,6 @@ class RateLimitMiddleware(Middleware):
         if callable(r):  # an ASGI application (a Starlette Response)
             return await r(scope, receive, adding_headers(send, encode_headers(extra)))
         await send_refusal(send, *refusal(r, extra))
+
+
+_web_install_asgi(RateLimitMiddleware, Plan)  # its calls in C (swpy_asgi.c)

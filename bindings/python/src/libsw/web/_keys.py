@@ -177,6 +177,7 @@ class remote_address:
             self.wsgi = self._wsgi_peer
             self.asgi = self._asgi_peer
             self.wsgi_env, self.wsgi_missing = "REMOTE_ADDR", ANONYMOUS
+            self.asgi_client = True  # (_asgi_peer's: read in C by the ASGI middleware)
 
     @staticmethod
     def _wsgi_peer(environ: Mapping[str, Any]) -> str:

@@ -79,7 +79,7 @@ class Rule:
     __slots__ = ("table", "rate", "scope", "name", "lim", "site", "custom", "key", "key_name", "methods",
                  "cost", "exempt_when", "exempt_args", "deduct_when", "deduct_args", "prefix", "wsgi", "asgi",
                  "simple", "paced", "limit_s", "limit_field", "limit_raw", "policy_id", "policy", "log", "wl", "period_ms", "wsgi_env",
-                 "wsgi_missing")
+                 "wsgi_missing", "asgi_client")
 
     def __init__(self, table: Table, key: KeyFunc, log: "Throttle", methods: Optional[FrozenSet[str]] = None,
                  cost: Any = 1, exempt_when: Optional[Callable[..., Any]] = None,
@@ -108,9 +108,12 @@ class Rule:
                        and not table.custom)
         self.wsgi = getattr(key, "wsgi", None) if self.simple else None
         self.asgi = getattr(key, "asgi", None) if self.simple else None
-        # the WSGI middleware's path in C: the key is environ[wsgi_env] (a constant: ""), else wsgi_missing
-        self.wsgi_env = getattr(key, "wsgi_env", None) if self.wsgi is not None and not prefix else None
+        # the paths in C (the WSGI middleware, the Flask extension): the key is environ[wsgi_env] (a
+        # constant: ""), else wsgi_missing, after the prefix
+        self.wsgi_env = getattr(key, "wsgi_env", None) if self.wsgi is not None else None
         self.wsgi_missing = getattr(key, "wsgi_missing", None)
+        # the ASGI middleware's path in C: the key is scope["client"][0], else wsgi_missing
+        self.asgi_client = bool(getattr(key, "asgi_client", False)) and self.asgi is not None and not prefix
         r = table.rate
         p = r.period_ms
         self.wl = 1000 // r.windows  # a window, in ms of the rule's clock (whose 1000 ms are the period)

@@ -7,7 +7,6 @@ same names). Every table is made at start-up (``init_app``, or the
 decorator after it): a bad setting stops the application then."""
 from __future__ import annotations
 
-import functools
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import flask
@@ -15,14 +14,16 @@ import flask
 from ._core import Limiter as _Core
 from ._core import refused_response, validate
 from ._keys import Request, key_function
-from ._outcome import _web_enter, _web_fields, _web_start, pass_fields  # type: ignore[attr-defined]
+from ._outcome import _flask_before, _flask_wsgi, _web_enter, _web_fields, pass_fields  # type: ignore[attr-defined]
 from ._routes import Plan
 from ._segment import app_path
 from ._wsgi import end_request
 
 __all__ = ["Limiter"]
 
-_partial = functools.partial
+# The request context's variable (Flask >= 2.2; flask.request reads it): the
+# hook's request without the proxy's lookup.
+_cv_request = getattr(flask.globals, "_cv_request", None)
 
 Spec = Tuple[str, Any, Any, Dict[str, Any]]  # (scope, rates, key, options)
 
@@ -52,7 +53,8 @@ class Limiter:
         self.core: Optional[_Core] = None
         self._decorated: List[Any] = []  # views and methods with limits, in decoration order
         self._names: Dict[str, int] = {}  # a view name given: how many times (a second gets "#2")
-        self._plans: Dict[Tuple[str, str], Optional[Plan]] = {}
+        # endpoint -> method -> the plan of its requests (None: exempt); read in C (swpy_flask.c)
+        self._plans: Dict[str, Dict[str, Optional[Plan]]] = {}
         if "key" in options:
             key_function(options["key"], options.get("trusted_proxies"))
         if app is not None:
@@ -79,26 +81,23 @@ class Limiter:
         self.core = _Core(**options)
         for fn in self._decorated:
             self._make(fn)
-        app.before_request(self._before)
+        # the hook: a plain function (Flask's ensure_sync looks at it each request), the request's
+        # entry in C (swpy_flask.c), the rest in _before
+        cv = _cv_request
+        ext = self
+        plans = self._plans
+        if cv is not None:
+            def before() -> Any:
+                return _flask_before(ext, cv.get().request, plans)
+        else:
+            def before() -> Any:
+                return _flask_before(ext, flask.request._get_current_object(), plans)
+        app.before_request(before)
         app.extensions["libsw"] = self
-        inner = app.wsgi_app
-
-        def wsgi_app(environ: Any, start_response: Callable[..., Any]) -> Any:
-            """The application, its response's start adding the request's
-            fields (in C: none of werkzeug's Headers); the request's entry
-            ended when Flask is done with it, as its teardown would (its
-            response time, a 5xx as an error)."""
-            try:
-                result = inner(environ, _partial(_web_start, start_response, environ))
-            except BaseException:
-                out = environ.get("libsw.outcome")
-                if out is not None:
-                    out.release(error=True)
-                raise
-            end_request(environ)
-            return result
-
-        app.wsgi_app = wsgi_app
+        # The application, its response's start adding the request's fields (in C: none of werkzeug's
+        # Headers); the request's entry ended when Flask is done with it, as its teardown would (its
+        # response time, a 5xx as an error): swpy_flask.c
+        app.wsgi_app = _flask_wsgi(app.wsgi_app, end_request)
 
     # -------------------------------------------------------- decorators
 
@@ -190,43 +189,63 @@ class Limiter:
             rules = core.view_rules(endpoint, None)
         return Plan(core.application + rules)
 
-    def _before(self) -> Any:
+    def _before(self, req: Any) -> Any:
+        """The hook's Python path (swpy_flask.c's _flask_before leaves it
+        here): the request's entry into its view's plan, refused or not."""
         core = self.core
-        req = flask.request._get_current_object()  # the request itself: one proxy lookup
         endpoint = req.endpoint
         if core is None or endpoint is None or not core.enabled:
             return None
         method = req.method
+        plans = self._plans.get(endpoint)
+        if plans is None:
+            plans = self._plans[endpoint] = {}
         try:
-            plan = self._plans[endpoint, method]
+            plan = plans[method]
         except KeyError:
-            plan = self._plans[endpoint, method] = self._plan(endpoint, method)
+            plan = plans[method] = self._plan(endpoint, method)
         if plan is None:
             return None
         environ = req.environ
         rule = plan.single
         get = rule.wsgi if rule is not None else None
-        if get is not None:  # one rule, one entry, in C (as _wsgi.py's _call_plan: inline, a call costs)
+        if get is not None:  # one rule, one entry, in C
             key = get(environ)
             if rule.prefix and key.__class__ is str:
                 key = rule.prefix + key
             out = _web_enter(rule, key, plan.rules)
             if out.__class__ is int:
-                out = core.finish_one(rule, key, out, lambda: self._request(req), plan.rules)
+                return self._before_rc(req, plan, key, out)
         else:
             out = core.enter(self._request(req), plan.rules)
+        return self._entered(req, plan, out)
+
+    def _before_rc(self, req: Any, plan: Plan, key: Any, rc: int) -> Any:
+        """After the entry of plan's one rule with key returned rc (not a pass)."""
+        core = self.core
+        assert core is not None
+        out = core.finish_one(plan.single, key, rc, lambda: self._request(req), plan.rules)
+        return self._entered(req, plan, out)
+
+    def _entered(self, req: Any, plan: Plan, out: Any) -> Any:
+        core = self.core
+        assert core is not None
+        environ = req.environ
         environ["libsw.outcome"] = out  # (the request's environ: cheaper than flask.g)
         environ["libsw.plan"] = plan
-        style = core.style
         if out.allowed:
-            if style and out.rule is not None:  # the fields, added by wsgi_app's start_response
-                fields = _web_fields(out.rule, style, out.remaining, plan.policy_field)
-                if fields is None:  # a custom clock
-                    fields = pass_fields(out.rule, core.headers, max(0, out.remaining or 0), plan.policy)
-                environ["libsw.fields"] = fields
+            if core.style and out.rule is not None:  # the fields, added by wsgi_app's start_response
+                fields = _web_fields(out.rule, core.style, out.remaining, plan.policy_field)
+                environ["libsw.fields"] = fields if fields is not None else self._pass_fields(out, plan)
             return None
         environ["libsw.fields"] = out.headers(core.headers)
         return refused_response(self.response, self._request(req), out, flask.Response)
+
+    def _pass_fields(self, out: Any, plan: Plan) -> Any:
+        """The fields of an admitted request on a custom clock."""
+        core = self.core
+        assert core is not None
+        return pass_fields(out.rule, core.headers, max(0, out.remaining or 0), plan.policy)
 
     @staticmethod
     def _request(req: Any) -> Request:
