@@ -44,10 +44,10 @@
  * an insert into a roomy first bucket takes its lock only, the others
  * both. A new key's first admission is counted in its words before it is
  * READY. Giving a slot to another key first moves every state word to
- * gen + 1 by CAS — an
- * entry that counted in between makes that CAS fail, and an idle key found
- * active again is kept — and only then changes the meta: no count ever
- * lands in another key's state. Generations have 32 bits: an entry stopped
+ * gen + 1 by CAS — an entry that counted in between makes that CAS fail,
+ * and an idle key found active again is kept — and only then changes the
+ * meta: no count ever lands in another key's state. Generations have 32
+ * bits: an entry stopped
  * between finding its key and its CAS (a debugger, SIGSTOP, a swapped-out
  * machine) fails that CAS unless its place changed hands an exact multiple
  * of 2^32 times meanwhile (a place taken over a million times a second
