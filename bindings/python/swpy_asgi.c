@@ -143,10 +143,7 @@ static void swpy_await_end(swpy_await *a, int error) {
   PyObject *out = a->out;
   if (out == NULL) return;
   a->out = NULL;
-  PyObject *et, *ev, *tb;
-  PyErr_Fetch(&et, &ev, &tb);
-  if (swpy_outcome_end(out, error) < 0) PyErr_Clear();
-  PyErr_Restore(et, ev, tb);
+  swpy_outcome_end_raising(out, error);
   Py_DECREF(out);
 }
 
@@ -460,12 +457,8 @@ static PyObject *swpy_asgi_tp_call(PyObject *self, PyObject *args, PyObject *kwa
   PyObject *call[3] = {scope, receive, snd != NULL ? snd : send};
   if ((aw = PyObject_Vectorcall(app, call, 3, NULL)) == NULL) goto fail;
   if ((r = swpy_await_new(aw, out)) != NULL) goto done;
-fail: { /* the request's entry ends with the exception */
-  PyObject *et, *ev, *tb;
-  PyErr_Fetch(&et, &ev, &tb);
-  if (swpy_outcome_end(out, 1) < 0) PyErr_Clear();
-  PyErr_Restore(et, ev, tb);
-}
+fail: /* the request's entry ends with the exception */
+  swpy_outcome_end_raising(out, 1);
 done:
   Py_DECREF(fast);
   Py_XDECREF(key);

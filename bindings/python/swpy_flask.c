@@ -136,12 +136,8 @@ PyObject *swpy_f_flask_before(PyObject *mod, PyObject *const *args, Py_ssize_t n
   }
   r = swpy_ref(Py_None);
   goto done;
-fail: { /* the request's entry ends with the exception */
-  PyObject *et, *ev, *tb;
-  PyErr_Fetch(&et, &ev, &tb);
-  if (swpy_outcome_end(out, 1) < 0) PyErr_Clear();
-  PyErr_Restore(et, ev, tb);
-}
+fail: /* the request's entry ends with the exception */
+  swpy_outcome_end_raising(out, 1);
 done:
   Py_XDECREF(core);
   Py_XDECREF(endpoint);

@@ -224,6 +224,13 @@ static PyObject *swpy_m_outcome_release(PyObject *self, PyObject *const *args, P
   Py_RETURN_NONE;
 }
 
+void swpy_outcome_end_raising(PyObject *self, int err) {
+  PyObject *et, *ev, *tb;
+  PyErr_Fetch(&et, &ev, &tb);
+  if (swpy_outcome_end(self, err) < 0) PyErr_Clear();
+  PyErr_Restore(et, ev, tb);
+}
+
 /* tp_finalize of the Outcome classes: an Outcome dropped unreleased (a
  * server that never closed the response) gives its tokens' records back;
  * its entries stay in flight. */

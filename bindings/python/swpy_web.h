@@ -33,6 +33,9 @@ PyObject *swpy_web_enter(PyObject *rule, PyObject *key, PyObject *rules);
 PyObject *swpy_web_fields(PyObject *rule, int64_t style, int64_t remaining, PyObject *policy, int raw);
 /* The end of an Outcome's one entry (once): 0, or -1 with an exception. */
 int swpy_outcome_end(PyObject *self, int err);
+/* The same, keeping the current exception (if any): what the end raises
+ * is dropped. */
+void swpy_outcome_end_raising(PyObject *self, int err);
 
 /* swpy_wsgi.c: _web_start(start_response, extra, status, headers,
  * exc_info=None) and _web_install_wsgi(middleware_class, plan_class). */

@@ -384,12 +384,8 @@ static PyObject *swpy_wsgi_call(PyObject *self, PyObject *const *args, Py_ssize_
   Py_DECREF(result);
   if (r == NULL) goto fail;
   goto done;
-fail: { /* the request's entry ends with the exception */
-  PyObject *et, *ev, *tb;
-  PyErr_Fetch(&et, &ev, &tb);
-  if (swpy_outcome_end(out, 1) < 0) PyErr_Clear();
-  PyErr_Restore(et, ev, tb);
-}
+fail: /* the request's entry ends with the exception */
+  swpy_outcome_end_raising(out, 1);
 done:
   Py_DECREF(fast);
   Py_XDECREF(out);
