@@ -377,15 +377,6 @@ static inline sw__kt_stripe *sw__kt_lock_of(const sw_keyed *k, uint32_t idx) {
   return &k->locks[idx / SW__KT_WAYS % k->nlocks];
 }
 
-/* Put q into the EMPTY slot idx (meta m) under its lock, count it in its
- * lock's keys, and *ref. */
-static void sw__kt_fill_empty(sw_keyed *k, uint32_t idx, uint64_t m, const sw__kt_key *q,
-                              int64_t t, const sw__kt_first *adm, sw__kt_ref *ref) {
-  sw__kt_fill(k, idx, sw__kt_mgen(m), q, t, adm);
-  atomic_fetch_add_explicit(&sw__kt_lock_of(k, idx)->keys, 1, memory_order_relaxed);
-  *ref = (sw__kt_ref){idx, atomic_load(sw__kt_meta_of(k, idx))};
-}
-
 /* Damage seen in q's buckets under their locks: mend their stripes (and
  * count their keys again); -2 tells the inserter to look again. */
 static int sw__kt_mend_locked(sw_keyed *k, const sw__kt_key *q) {
@@ -413,7 +404,9 @@ static int sw__kt_insert_locked(sw_keyed *k, int64_t t, const sw__kt_key *q, sw_
     uint64_t m = atomic_load_explicit(sw__kt_meta_of(k, idx), memory_order_relaxed);
     if (sw__unlikely(sw__kt_state(m) != SW__KT_EMPTY)) /* a damaged tag */
       return sw__kt_mend_locked(k, q);
-    sw__kt_fill_empty(k, idx, m, q, t, adm, ref);
+    sw__kt_fill(k, idx, sw__kt_mgen(m), q, t, adm);
+    atomic_fetch_add_explicit(&sw__kt_lock_of(k, idx)->keys, 1, memory_order_relaxed);
+    *ref = (sw__kt_ref){idx, atomic_load(sw__kt_meta_of(k, idx))};
     return 1;
   }
   for (int pass = 0; pass < 2; pass++) { /* 0: idle keys; 1: eviction */
@@ -484,8 +477,10 @@ static int sw__kt_insert_roomy(sw_keyed *k, int64_t t, const sw__kt_key *q, sw__
     if (sw__unlikely(sw__kt_state(m) != SW__KT_EMPTY)) { /* a damaged tag: mended under both */
       rc = -3;
     } else {
-      sw__kt_fill_empty(k, (uint32_t)idx, m, q, t, adm, ref);
+      sw__kt_fill(k, (uint32_t)idx, sw__kt_mgen(m), q, t, adm);
+      atomic_fetch_add_explicit(&k->locks[lock].keys, 1, memory_order_relaxed);
       atomic_fetch_add_explicit(&k->hdr->inserted, 1, memory_order_relaxed);
+      *ref = (sw__kt_ref){(uint32_t)idx, atomic_load(sw__kt_meta_of(k, (uint32_t)idx))};
       rc = adm ? 2 : 1;
     }
   }
